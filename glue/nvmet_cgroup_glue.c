@@ -1,15 +1,176 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * C glue between nvmet's private header and the Rust module.
+ * C glue between nvmet's private header and the Rust module: the extension's
+ * ops table, accessors for the few nvmet fields the module reads, and
+ * wrappers for static inline kernel helpers that Rust cannot call.
  */
+#include <linux/cgroup.h>
+#include <linux/kthread.h>
+#include <linux/llist.h>
+#include <linux/sched/mm.h>
+#include <linux/workqueue.h>
 #include "nvmet.h"
 #include "nvmet_cgroup_glue.h"
 
-/*
- * Referencing an nvmet export makes modprobe load nvmet first and keeps
- * nvmet loaded while this module is.
- */
-bool nvmet_cgroup_glue_nvmet_ready(void)
+static void nvmet_cgroup_execute(struct nvmet_req *req)
 {
-	return nvmet_wq;
+	nvmet_cgroup_rs_execute(req, req->ns->exec_ctx);
+}
+
+static const struct nvmet_exec_ext_ns_attr nvmet_cgroup_ns_attrs[] = {
+	{
+		.name	= "cgroup_id",
+		.show	= nvmet_cgroup_rs_id_show,
+		.store	= nvmet_cgroup_rs_id_store,
+	},
+};
+
+static const struct nvmet_exec_ext_ops nvmet_cgroup_ops = {
+	.owner		= THIS_MODULE,
+	.ns_attrs	= nvmet_cgroup_ns_attrs,
+	.nr_ns_attrs	= ARRAY_SIZE(nvmet_cgroup_ns_attrs),
+	.ns_enable	= nvmet_cgroup_rs_ns_enable,
+	.ns_disable	= nvmet_cgroup_rs_ns_disable,
+	.ns_free	= nvmet_cgroup_rs_ns_free,
+	.execute	= nvmet_cgroup_execute,
+};
+
+int nvmet_cgroup_register(void)
+{
+	return nvmet_register_exec_ext(&nvmet_cgroup_ops);
+}
+
+void nvmet_cgroup_unregister(void)
+{
+	nvmet_unregister_exec_ext(&nvmet_cgroup_ops);
+}
+
+bool nvmet_cgroup_ns_enabled(const struct nvmet_ns *ns)
+{
+	return ns->enabled;
+}
+
+bool nvmet_cgroup_ns_buffered_io(const struct nvmet_ns *ns)
+{
+	return ns->buffered_io;
+}
+
+const char *nvmet_cgroup_ns_device_path(const struct nvmet_ns *ns)
+{
+	return ns->device_path ?: "";
+}
+
+u32 nvmet_cgroup_ns_nsid(const struct nvmet_ns *ns)
+{
+	return ns->nsid;
+}
+
+bool nvmet_cgroup_req_ns_live(const struct nvmet_req *req)
+{
+	return test_bit(NVMET_NS_IO_LIVE, &req->ns->flags);
+}
+
+bool nvmet_cgroup_req_sq_dying(const struct nvmet_req *req)
+{
+	return percpu_ref_is_dying(&req->sq->ref);
+}
+
+void nvmet_cgroup_req_abort(struct nvmet_req *req)
+{
+	nvmet_req_complete(req, NVME_SC_ABORT_QUEUE);
+}
+
+void nvmet_cgroup_req_run(struct nvmet_req *req)
+{
+	nvmet_req_exec_ext_run(req, true);
+}
+
+/* Returns true if the list was empty, i.e. its worker must be queued. */
+bool nvmet_cgroup_req_push(struct llist_head *list, struct nvmet_req *req)
+{
+	return llist_add(&req->ext.node, list);
+}
+
+/* Takes every queued command, oldest first. */
+struct nvmet_req *nvmet_cgroup_reqs_take(struct llist_head *list)
+{
+	struct llist_node *first = llist_reverse_order(llist_del_all(list));
+
+	return first ? container_of(first, struct nvmet_req, ext.node) : NULL;
+}
+
+struct nvmet_req *nvmet_cgroup_req_next(const struct nvmet_req *req)
+{
+	struct llist_node *next = req->ext.node.next;
+
+	return next ? container_of(next, struct nvmet_req, ext.node) : NULL;
+}
+
+struct cgroup *nvmet_cgroup_get_from_id(u64 id)
+{
+	return cgroup_get_from_id(id);
+}
+
+struct cgroup *nvmet_cgroup_get(struct cgroup *cgrp)
+{
+	cgroup_get(cgrp);
+	return cgrp;
+}
+
+void nvmet_cgroup_put(struct cgroup *cgrp)
+{
+	cgroup_put(cgrp);
+}
+
+/* The effective io css: the cgroup's or its nearest ancestor's. */
+struct cgroup_subsys_state *nvmet_cgroup_io_css_get(struct cgroup *cgrp)
+{
+	return cgroup_get_e_css(cgrp, &io_cgrp_subsys);
+}
+
+void nvmet_cgroup_css_put(struct cgroup_subsys_state *css)
+{
+	css_put(css);
+}
+
+void nvmet_cgroup_associate_blkcg(struct cgroup_subsys_state *css)
+{
+	kthread_associate_blkcg(css);
+}
+
+unsigned int nvmet_cgroup_noio_save(void)
+{
+	return memalloc_noio_save();
+}
+
+void nvmet_cgroup_noio_restore(unsigned int flags)
+{
+	memalloc_noio_restore(flags);
+}
+
+/*
+ * One queue for every namespace: per-CPU so that a command is handed to a
+ * worker on the transport's CPU, WQ_HIGHPRI because the tcp and rdma
+ * transports execute commands at that priority, WQ_MEM_RECLAIM because
+ * reclaim may wait for the I/O queued here (one rescuer for all namespaces).
+ */
+struct workqueue_struct *nvmet_cgroup_alloc_workqueue(void)
+{
+	return alloc_workqueue("nvmet_cgroup",
+			       WQ_PERCPU | WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
+}
+
+unsigned int nvmet_cgroup_this_cpu(void)
+{
+	return raw_smp_processor_id();
+}
+
+unsigned int nvmet_cgroup_nr_cpu_ids(void)
+{
+	return nr_cpu_ids;
+}
+
+int nvmet_cgroup_kstrtou64(const char *s, u64 *res)
+{
+	return kstrtou64(s, 0, res);
 }

@@ -1,10 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Charge the I/O of NVMe-oF target namespaces to cgroups.
+//!
+//! Each namespace gets a `cgroup_id` attribute in configfs.  When a namespace
+//! with a cgroup is enabled, its I/O commands run in an execution context of
+//! their own ([`exec`]), associated with the cgroup's effective io css, so the
+//! block layer's io.max, io.cost and io.latency apply to that namespace alone.
+//! The module plugs into nvmet's execution extension interface (see
+//! `patches/`); `Documentation/design.rst` describes the layers.
 
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 
+mod cgroup;
+mod cgroup_id;
+mod exec;
+mod exec_queue;
 mod ffi;
+mod nvmet;
 
 module! {
     type: NvmetCgroup,
@@ -14,13 +26,41 @@ module! {
     license: "GPL",
 }
 
+/// State shared by every namespace.
+pub(crate) struct State {
+    /// The queue every namespace's workers run on; `None` outside the
+    /// module's lifetime.
+    queue: Option<Arc<exec_queue::OwnedQueue>>,
+    /// Configured cgroup IDs by namespace (see [`nvmet::Ns::key`]).
+    cgroup_ids: KVec<(usize, u64)>,
+}
+
+kernel::sync::global_lock! {
+    // SAFETY: Initialised in `NvmetCgroup::init` before nvmet can call in.
+    unsafe(uninit) static STATE: Mutex<State> = State {
+        queue: None,
+        cgroup_ids: KVec::new(),
+    };
+}
+
+/// The queue for a namespace being enabled.
+pub(crate) fn shared_queue() -> Result<Arc<exec_queue::OwnedQueue>> {
+    STATE.lock().queue.clone().ok_or(ENODEV)
+}
+
 struct NvmetCgroup;
 
 impl kernel::Module for NvmetCgroup {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        if !ffi::nvmet_ready() {
-            pr_err!("nvmet is not initialised\n");
-            return Err(ENODEV);
+        // SAFETY: Called once, before anything uses `STATE`.
+        unsafe { STATE.init() };
+        let queue = Arc::new(exec_queue::OwnedQueue::new()?, GFP_KERNEL)?;
+        STATE.lock().queue = Some(queue);
+        if let Err(e) = ffi::register() {
+            pr_err!("cannot register with nvmet: {}\n", e.to_errno());
+            let queue = STATE.lock().queue.take();
+            drop(queue);
+            return Err(e);
         }
         pr_info!("loaded\n");
         Ok(NvmetCgroup)
@@ -29,6 +69,15 @@ impl kernel::Module for NvmetCgroup {
 
 impl Drop for NvmetCgroup {
     fn drop(&mut self) {
+        // No namespace holds a context: each enabled one pins the module.
+        ffi::unregister();
+        let mut state = STATE.lock();
+        let ids = core::mem::replace(&mut state.cgroup_ids, KVec::new());
+        let queue = state.queue.take();
+        drop(state);
+        drop(ids);
+        // Destroying the queue drains it: do that without the lock.
+        drop(queue);
         pr_info!("unloaded\n");
     }
 }

@@ -147,7 +147,8 @@ host_dev() {
 fio_verify() {
 	fio --name=verify --filename="$1" --rw=randwrite --bs=4k --size=16M \
 		--direct=1 --ioengine=libaio --iodepth=16 --verify=crc32c \
-		--do_verify=1 --verify_fatal=1 --output-format=terse >/dev/null
+		--do_verify=1 --verify_fatal=1 --verify_state_save=0 \
+		--output-format=terse >/dev/null
 }
 
 # brd_create SIZE_MB: one ramdisk at /dev/ram0.

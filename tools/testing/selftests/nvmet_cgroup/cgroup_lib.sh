@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: GPL-2.0
+# cgroup v2 and fio helpers for the guest tests; sourced.
+
+CG=/sys/fs/cgroup
+
+# cg_create PATH: a cgroup under the root with the io controller enabled on
+# the way down.
+cg_create() {
+	local path=$1 dir=$CG part
+	grep -qw io "$CG/cgroup.subtree_control" || echo +io > "$CG/cgroup.subtree_control" || return
+	IFS=/ read -ra parts <<< "$path"
+	for part in "${parts[@]}"; do
+		dir=$dir/$part
+		[ -d "$dir" ] || mkdir "$dir" || return
+		if [ "$dir" != "$CG/$path" ]; then
+			grep -qw io "$dir/cgroup.subtree_control" ||
+				echo +io > "$dir/cgroup.subtree_control" || return
+		fi
+	done
+}
+
+# cg_id PATH: the cgroup ID (the directory's inode number).
+cg_id() {
+	stat -c %i "$CG/$1"
+}
+
+# cg_remove PATH: remove a cgroup and its children, deepest first.
+cg_remove() {
+	[ -d "$CG/$1" ] || return 0
+	find "$CG/$1" -depth -type d -exec rmdir {} \;
+}
+
+# devnum DEV: "MAJ:MIN" of a block device.
+devnum() {
+	local d
+	d=$(stat -L -c '%t:%T' "$1") || return
+	echo "$((16#${d%%:*})):$((16#${d##*:}))"
+}
+
+# cg_stat PATH DEV FIELD: one io.stat counter of a cgroup for a device (0 if
+# the cgroup has no line for it).
+cg_stat() {
+	local line
+	line=$(grep "^$(devnum "$2") " "$CG/$1/io.stat")
+	line=" ${line#* } "
+	case "$line" in
+	*" $3="*) line=${line#*" $3="}; echo "${line%% *}" ;;
+	*) echo 0 ;;
+	esac
+}
+
+# fio_job DEV RW BS [fio options...]: run one job; prints "iops bw_bytes_per_s
+# total_bytes" of its reads (rw=read/randread) or writes.
+fio_job() {
+	local dev=$1 rw=$2 bs=$3 out
+	shift 3
+	out=$(fio --name=job --filename="$dev" --rw="$rw" --bs="$bs" --direct=1 \
+		--ioengine=libaio --iodepth=32 --numjobs=1 --group_reporting \
+		--minimal "$@") || { echo "fio failed: $out" >&2; return 1; }
+	case "$rw" in
+	*read) echo "$out" | awk -F';' '{printf "%d %d %d\n", $8, $7 * 1024, $6 * 1024}' ;;
+	*) echo "$out" | awk -F';' '{printf "%d %d %d\n", $49, $48 * 1024, $47 * 1024}' ;;
+	esac
+}
+
+# within MEASURED EXPECTED PERCENT: |measured - expected| <= percent of expected
+within() {
+	awk -v m="$1" -v e="$2" -v p="$3" 'BEGIN { d = m - e; if (d < 0) d = -d; exit !(d <= e * p / 100) }'
+}
