@@ -13,7 +13,7 @@ LLVM_FLAGS = $(if $(shell grep -s '^CONFIG_CC_IS_CLANG=y' $(KDIR)/.config),LLVM=
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) MO=$(MO) $(LLVM_FLAGS)
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: all module kernel deps check demo vm fmt fmt-check clippy rust-analyzer clean
+.PHONY: all module kernel deps check demo bench vm fmt fmt-check clippy rust-analyzer clean
 
 all: module
 
@@ -48,6 +48,10 @@ check:
 
 demo:
 	scripts/demo
+
+# Performance, side by side with stock nvmet, on the perf kernel (see README).
+bench:
+	scripts/bench
 
 # Boot the VM with the module loaded and run ARGS in it, e.g.
 #   make vm ARGS='-- cat /sys/kernel/config/nvmet/...'

@@ -80,9 +80,10 @@ void nvmet_cgroup_req_abort(struct nvmet_req *req)
 	nvmet_req_complete(req, NVME_SC_ABORT_QUEUE);
 }
 
-void nvmet_cgroup_req_run(struct nvmet_req *req)
+/* @own_ctx: the caller is the module's worker, not the transport */
+void nvmet_cgroup_req_run(struct nvmet_req *req, bool own_ctx)
 {
-	nvmet_req_exec_ext_run(req, true);
+	nvmet_req_exec_ext_run(req, own_ctx);
 }
 
 /* Returns true if the list was empty, i.e. its worker must be queued. */

@@ -40,7 +40,7 @@ u32 nvmet_cgroup_ns_nsid(const struct nvmet_ns *ns);
 bool nvmet_cgroup_req_ns_live(const struct nvmet_req *req);
 bool nvmet_cgroup_req_sq_dying(const struct nvmet_req *req);
 void nvmet_cgroup_req_abort(struct nvmet_req *req);
-void nvmet_cgroup_req_run(struct nvmet_req *req);
+void nvmet_cgroup_req_run(struct nvmet_req *req, bool own_ctx);
 bool nvmet_cgroup_req_push(struct llist_head *list, struct nvmet_req *req);
 struct nvmet_req *nvmet_cgroup_reqs_take(struct llist_head *list);
 struct nvmet_req *nvmet_cgroup_req_next(const struct nvmet_req *req);

@@ -80,6 +80,9 @@ impl WorkItem for Lane {
 pub(crate) struct NsExec {
     lanes: KVec<Arc<Lane>>,
     queue: Arc<OwnedQueue>,
+    cgroup: CgroupRef,
+    /// The `inline_assoc` diagnostic mode, read when the namespace is enabled.
+    inline: bool,
 }
 
 impl NsExec {
@@ -117,13 +120,33 @@ impl NsExec {
                 GFP_KERNEL,
             )?;
         }
-        Ok(Some(KBox::new(Self { lanes, queue }, GFP_KERNEL)?))
+        let inline = crate::module_parameters::inline_assoc.value();
+        Ok(Some(KBox::new(
+            Self {
+                lanes,
+                queue,
+                cgroup,
+                inline,
+            },
+            GFP_KERNEL,
+        )?))
     }
 
     /// Hands a command to the lane of the current CPU.  nvmet waits for
     /// every call to return before [`NsExec::disable`] (SRCU), so the
     /// context outlives this call even if the command completes meanwhile.
     pub(crate) fn submit(&self, req: Req) {
+        if self.inline {
+            // Diagnostic mode: charge in the transport's own thread, which
+            // io.cost or io.latency may then put to sleep.
+            if req.sq_dying() {
+                req.abort();
+                return;
+            }
+            let _charged = self.cgroup.associate();
+            req.run_inline();
+            return;
+        }
         // SAFETY: No precondition.
         let cpu = unsafe { raw::nvmet_cgroup_this_cpu() } as usize;
         // There is a lane per possible CPU; without one the command is

@@ -52,7 +52,7 @@ pub(crate) mod raw {
         pub(crate) fn nvmet_cgroup_req_ns_live(req: *const NvmetReq) -> bool;
         pub(crate) fn nvmet_cgroup_req_sq_dying(req: *const NvmetReq) -> bool;
         pub(crate) fn nvmet_cgroup_req_abort(req: *mut NvmetReq);
-        pub(crate) fn nvmet_cgroup_req_run(req: *mut NvmetReq);
+        pub(crate) fn nvmet_cgroup_req_run(req: *mut NvmetReq, own_ctx: bool);
         pub(crate) fn nvmet_cgroup_req_push(
             list: *mut bindings::llist_head,
             req: *mut NvmetReq,

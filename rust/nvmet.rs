@@ -114,7 +114,13 @@ impl Req {
     /// Runs the command's own `execute` in the extension's context.
     pub(crate) fn run(self) {
         // SAFETY: By the type invariant; the command goes back to nvmet.
-        unsafe { raw::nvmet_cgroup_req_run(self.into_raw()) }
+        unsafe { raw::nvmet_cgroup_req_run(self.into_raw(), true) }
+    }
+
+    /// Runs the command's own `execute` in the caller's (transport's) context.
+    pub(crate) fn run_inline(self) {
+        // SAFETY: By the type invariant; the command goes back to nvmet.
+        unsafe { raw::nvmet_cgroup_req_run(self.into_raw(), false) }
     }
 }
 

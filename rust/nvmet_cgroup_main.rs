@@ -24,6 +24,12 @@ module! {
     authors: ["nvmet-cgroup developers"],
     description: "Charge nvmet namespace I/O to a cgroup",
     license: "GPL",
+    params: {
+        inline_assoc: bool {
+            default: false,
+            description: "Diagnostic: charge I/O in the transport's thread, without the execution context (a throttled namespace then stalls the transport)",
+        },
+    },
 }
 
 /// State shared by every namespace.

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Runs in the perf guest (see scripts/bench): fio against nvmet namespaces in
+# four configurations, interleaved round by round (A B C D A B C D ...), and
+# one fio JSON file per job in $BENCH_OUT.
+#   A  stock nvmet: nvmet_cgroup not loaded
+#   B  module loaded, cgroup_id unset
+#   C  cgroup_id set, no io controller configured
+#   D  cgroup_id set, io.cost enabled with a model that does not limit
+set -uo pipefail
+cd "$(dirname "$0")/../tools/testing/selftests/nvmet_cgroup" || exit 1
+. ./nvmet_lib.sh
+. ./cgroup_lib.sh
+
+OUT=${BENCH_OUT:?}
+ROUNDS=${BENCH_ROUNDS:-3}
+RUNTIME=${BENCH_RUNTIME:-20}
+RAMP=${BENCH_RAMP:-5}
+CONFIGS=${BENCH_CONFIGS:-A B C D}
+TRANSPORTS=${BENCH_TRANSPORTS:-loop tcp}
+MNT=/mnt/bench
+mkdir -p "$OUT"
+
+die() { echo "bench: $*" >&2; exit 1; }
+
+# Two subsystems, one per transport, each with a null_blk bdev namespace (1)
+# and an ext4-file namespace (2) on the same backing devices.
+modprobe nvmet_cgroup || die "modprobe nvmet_cgroup"
+nullb_create nullb0 1024 || die "null_blk"
+brd_create 1200 || die "brd"
+mkfs.ext4 -q -F -b 4096 /dev/ram0 && mkdir -p "$MNT" && mount -o noatime /dev/ram0 "$MNT" &&
+	fallocate -l 1G "$MNT/ns.img" || die "file backing"
+cg_create bench || die "cgroup"
+for t in $TRANSPORTS; do
+	subsys_create "nqn.bench.$t" &&
+	ns_create "nqn.bench.$t" 1 /dev/nullb0 && ns_create "nqn.bench.$t" 2 "$MNT/ns.img" || die "subsystem $t"
+done
+port_create 1 loop && port_create 2 tcp || die "ports"
+for t in $TRANSPORTS; do
+	[ "$t" = loop ] && port_add_subsys 1 "nqn.bench.$t"
+	[ "$t" = tcp ] && port_add_subsys 2 "nqn.bench.$t"
+done
+
+iocost() {	# on|off: iocost on both backing devices, a model that never limits
+	local d
+	for d in /dev/nullb0 /dev/ram0; do
+		d=$(devnum "$d")
+		if [ "$1" = on ]; then
+			echo "$d enable=1 ctrl=user min=100.00 max=100.00" > "$CG/io.cost.qos" 2>/dev/null
+			echo "$d ctrl=user model=linear rbps=1000000000000 rseqiops=100000000 rrandiops=100000000 wbps=1000000000000 wseqiops=100000000 wrandiops=100000000" > "$CG/io.cost.model" 2>/dev/null
+		else
+			echo "$d enable=0" > "$CG/io.cost.qos" 2>/dev/null
+		fi
+	done
+	return 0
+}
+
+configure() {	# CONFIG
+	local t ns id=0
+	for t in $TRANSPORTS; do
+		for ns in 1 2; do
+			echo 0 > "$NVMET_CFS/subsystems/nqn.bench.$t/namespaces/$ns/enable"
+		done
+	done
+	case "$1" in
+	A) lsmod | grep -q '^nvmet_cgroup ' && { rmmod nvmet_cgroup || die "rmmod"; } ;;
+	*) modprobe nvmet_cgroup || die "modprobe" ;;
+	esac
+	case "$1" in C|D) id=$(cg_id bench) ;; esac
+	iocost off
+	[ "$1" = D ] && iocost on
+	for t in $TRANSPORTS; do
+		for ns in 1 2; do
+			[ "$1" = A ] || echo "$id" > "$NVMET_CFS/subsystems/nqn.bench.$t/namespaces/$ns/cgroup_id" || die "cgroup_id"
+			echo 1 > "$NVMET_CFS/subsystems/nqn.bench.$t/namespaces/$ns/enable" || die "enable"
+		done
+	done
+}
+
+job() {	# NAME DEV fio-args...
+	local name=$1 dev=$2
+	shift 2
+	fio --name="$name" --filename="$dev" --direct=1 --ioengine=libaio --bs=4k \
+		--time_based --runtime="$RUNTIME" --ramp_time="$RAMP" --group_reporting \
+		--output-format=json --output="$OUT/$name.json" "$@" >/dev/null 2>&1 ||
+		echo "bench: fio $name failed" >&2
+}
+
+for ((round = 1; round <= ROUNDS; round++)); do
+	for c in $CONFIGS; do
+		configure "$c"
+		for t in $TRANSPORTS; do
+			host_connect "$t" "nqn.bench.$t" || die "connect $t"
+			for ns in 1 2; do
+				backend=$([ $ns = 1 ] && echo bdev || echo file)
+				dev=$(host_dev "nqn.bench.$t" $ns) || die "device $t $ns"
+				echo "round $round config $c $t $backend"
+				for rw in randread randwrite; do
+					job "r${round}_${c}_${t}_${backend}_${rw}" "$dev" --rw=$rw --iodepth=32 --numjobs=2
+				done
+				job "r${round}_${c}_${t}_${backend}_qd1" "$dev" --rw=randread --iodepth=1 --rate_iops=200
+			done
+			host_disconnect "nqn.bench.$t"
+		done
+	done
+done
+
+# Isolation: namespaces N (noisy) and Q (quiet) of one subsystem behind one
+# nvme-tcp controller, on one null_blk under io.cost with a fixed linear model
+# of 1000 IOPS.  N (io.weight 25) runs randread qd32 x2, Q (io.weight 100) a
+# 200 IOPS qd1 randread; Q alone, then with N.  Mode "module" is the
+# execution context; mode "inline" (inline_assoc=1, diagnostic) associates
+# the cgroup in the transport's thread.
+isolation() {
+	local mode=$1 q n pid
+	echo 0 > "$NVMET_CFS/subsystems/nqn.bench.iso/namespaces/1/enable"
+	echo 0 > "$NVMET_CFS/subsystems/nqn.bench.iso/namespaces/2/enable"
+	rmmod nvmet_cgroup 2>/dev/null
+	if [ "$mode" = inline ]; then
+		modprobe nvmet_cgroup inline_assoc=1 || die "modprobe inline_assoc=1"
+	else
+		modprobe nvmet_cgroup || die "modprobe"
+	fi
+	cg_id iso/noisy > "$NVMET_CFS/subsystems/nqn.bench.iso/namespaces/1/cgroup_id" &&
+	cg_id iso/quiet > "$NVMET_CFS/subsystems/nqn.bench.iso/namespaces/2/cgroup_id" &&
+	echo 1 > "$NVMET_CFS/subsystems/nqn.bench.iso/namespaces/1/enable" &&
+	echo 1 > "$NVMET_CFS/subsystems/nqn.bench.iso/namespaces/2/enable" || die "iso enable"
+	host_connect tcp nqn.bench.iso || die "iso connect"
+	n=$(host_dev nqn.bench.iso 1) && q=$(host_dev nqn.bench.iso 2) || die "iso devices"
+	echo "isolation $mode: quiet alone"
+	job "iso_${mode}_alone_quiet" "$q" --rw=randread --iodepth=1 --rate_iops=200
+	echo "isolation $mode: quiet with noisy"
+	job "iso_${mode}_noisy" "$n" --rw=randread --iodepth=32 --numjobs=2 --runtime=$((RUNTIME + RAMP + 5)) &
+	pid=$!
+	sleep 3
+	job "iso_${mode}_with_quiet" "$q" --rw=randread --iodepth=1 --rate_iops=200
+	wait $pid
+	host_disconnect nqn.bench.iso
+}
+
+if [ "${BENCH_ISOLATION:-1}" = 1 ]; then
+	nullb_create nullb1 1024 || die "null_blk 1"
+	cg_create iso/noisy && cg_create iso/quiet || die "iso cgroups"
+	echo "default 25" > "$CG/iso/noisy/io.weight"
+	echo "default 100" > "$CG/iso/quiet/io.weight"
+	d=$(devnum /dev/nullb1)
+	echo "$d enable=1 ctrl=user min=100.00 max=100.00" > "$CG/io.cost.qos" &&
+	echo "$d ctrl=user model=linear rbps=4294967296 rseqiops=1000 rrandiops=1000 wbps=4294967296 wseqiops=1000 wrandiops=1000" \
+		> "$CG/io.cost.model" || die "iso io.cost"
+	subsys_create nqn.bench.iso && ns_create nqn.bench.iso 1 /dev/nullb1 &&
+		ns_create nqn.bench.iso 2 /dev/nullb1 && port_add_subsys 2 nqn.bench.iso || die "iso target"
+	for mode in module inline; do
+		isolation $mode
+	done
+	echo "$d enable=0" > "$CG/io.cost.qos"
+	subsys_destroy nqn.bench.iso
+fi
+
+# Kernel threads and slab per namespace with cgroup_id set: 1, 16, 128.
+tasks() { ls /proc | grep -c '^[0-9]'; }
+slab() { awk '/^Slab:/ {print $2}' /proc/meminfo; }
+modprobe nvmet_cgroup
+base_threads=$(tasks)
+base_slab=$(slab)
+subsys_create nqn.bench.scale
+echo "namespaces,tasks,task_delta,slab_kib,slab_delta_kib" > "$OUT/scale.csv"
+echo "0,$base_threads,0,$base_slab,0" >> "$OUT/scale.csv"
+n=0
+for target in 1 16 128; do
+	while [ $n -lt $target ]; do
+		n=$((n + 1))
+		ns_create nqn.bench.scale $n /dev/nullb0 cgroup_id="$(cg_id bench)" || die "scale ns $n"
+	done
+	sleep 1
+	t=$(tasks)
+	s=$(slab)
+	echo "$n,$t,$((t - base_threads)),$s,$((s - base_slab))" >> "$OUT/scale.csv"
+done
+subsys_destroy nqn.bench.scale
+for t in $TRANSPORTS; do subsys_destroy "nqn.bench.$t"; done
+port_destroy 1; port_destroy 2
+umount "$MNT"
+echo "bench: done"
