@@ -24,11 +24,13 @@ mkdir -p "$OUT"
 die() { echo "bench: $*" >&2; exit 1; }
 
 # Two subsystems, one per transport, each with a null_blk bdev namespace (1)
-# and an ext4-file namespace (2) on the same backing devices.
+# and an ext4-file namespace (2) on the same backing devices.  ext4 sits on
+# a second null_blk (blk-mq), so that io.cost (configuration D) applies to
+# the file namespace too: brd is bio-based and refuses io.cost.
 modprobe nvmet_cgroup || die "modprobe nvmet_cgroup"
 nullb_create nullb0 1024 || die "null_blk"
-brd_create 1200 || die "brd"
-mkfs.ext4 -q -F -b 4096 /dev/ram0 && mkdir -p "$MNT" && mount -o noatime /dev/ram0 "$MNT" &&
+nullb_create nullb1 1200 || die "null_blk for ext4"
+mkfs.ext4 -q -F -b 4096 /dev/nullb1 && mkdir -p "$MNT" && mount -o noatime /dev/nullb1 "$MNT" &&
 	fallocate -l 1G "$MNT/ns.img" || die "file backing"
 cg_create bench || die "cgroup"
 for t in $TRANSPORTS; do
@@ -43,7 +45,7 @@ done
 
 iocost() {	# on|off: iocost on both backing devices, a model that never limits
 	local d
-	for d in /dev/nullb0 /dev/ram0; do
+	for d in /dev/nullb0 /dev/nullb1; do
 		d=$(devnum "$d")
 		if [ "$1" = on ]; then
 			echo "$d enable=1 ctrl=user min=100.00 max=100.00" > "$CG/io.cost.qos" 2>/dev/null
@@ -139,16 +141,16 @@ isolation() {
 }
 
 if [ "${BENCH_ISOLATION:-1}" = 1 ]; then
-	nullb_create nullb1 1024 || die "null_blk 1"
+	nullb_create nullb2 1024 || die "null_blk 2"
 	cg_create iso/noisy && cg_create iso/quiet || die "iso cgroups"
 	echo "default 25" > "$CG/iso/noisy/io.weight"
 	echo "default 100" > "$CG/iso/quiet/io.weight"
-	d=$(devnum /dev/nullb1)
+	d=$(devnum /dev/nullb2)
 	echo "$d enable=1 ctrl=user min=100.00 max=100.00" > "$CG/io.cost.qos" &&
 	echo "$d ctrl=user model=linear rbps=4294967296 rseqiops=1000 rrandiops=1000 wbps=4294967296 wseqiops=1000 wrandiops=1000" \
 		> "$CG/io.cost.model" || die "iso io.cost"
-	subsys_create nqn.bench.iso && ns_create nqn.bench.iso 1 /dev/nullb1 &&
-		ns_create nqn.bench.iso 2 /dev/nullb1 && port_add_subsys 2 nqn.bench.iso || die "iso target"
+	subsys_create nqn.bench.iso && ns_create nqn.bench.iso 1 /dev/nullb2 &&
+		ns_create nqn.bench.iso 2 /dev/nullb2 && port_add_subsys 2 nqn.bench.iso || die "iso target"
 	for mode in module inline; do
 		isolation $mode
 	done

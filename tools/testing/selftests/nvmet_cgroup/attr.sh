@@ -75,30 +75,29 @@ store_busy_while_enabled() {
 }
 
 # 3. enable checks: an unknown cgroup, buffered_io; nothing half-applied
-enable_unknown_id_fails() {
-	local err
-	echo 4000000000 > "$SUB/namespaces/1/cgroup_id" || return
-	if err=$( { echo 1 > "$SUB/namespaces/1/enable"; } 2>&1); then
-		fail "enable with an unknown cgroup id succeeded"
+# enable_fails NSID ERROR_TEXT PR_ERR_TEXT: the write to enable fails with
+# that error, the namespace stays disabled, the kernel log says why.
+enable_fails() {
+	local ns=$SUB/namespaces/$1 err
+	if err=$( { echo 1 > "$ns/enable"; } 2>&1); then
+		fail "enable of namespace $1 succeeded"
 		return
 	fi
-	echo "$err" | grep -q "No such file or directory" || fail "unexpected error: $err" || return
-	[ "$(cat "$SUB/namespaces/1/enable")" = 0 ] || fail "namespace is enabled"
-	dmesg | grep -q 'nvmet_cgroup: failed to resolve cgroup id 4000000000' ||
-		fail "no pr_err for the unknown id"
+	echo "$err" | grep -q "$2" || fail "unexpected error: $err" || return
+	[ "$(cat "$ns/enable")" = 0 ] || fail "namespace $1 is enabled" || return
+	dmesg | grep -q "$3" || fail "no pr_err '$3'"
+}
+
+enable_unknown_id_fails() {
+	echo 4000000000 > "$SUB/namespaces/1/cgroup_id" &&
+	enable_fails 1 "No such file or directory" \
+		'nvmet_cgroup: failed to resolve cgroup id 4000000000'
 }
 
 enable_buffered_io_fails() {
-	local err
 	echo "$(cg_id "$CGP")" > "$SUB/namespaces/2/cgroup_id" &&
-	echo 1 > "$SUB/namespaces/2/buffered_io" || return
-	if err=$( { echo 1 > "$SUB/namespaces/2/enable"; } 2>&1); then
-		fail "enable with buffered_io succeeded"
-		return
-	fi
-	echo "$err" | grep -q "Invalid argument" || fail "unexpected error: $err" || return
-	[ "$(cat "$SUB/namespaces/2/enable")" = 0 ] || fail "namespace is enabled"
-	dmesg | grep -q 'cgroup_id is not supported with buffered_io' || fail "no pr_err"
+	echo 1 > "$SUB/namespaces/2/buffered_io" &&
+	enable_fails 2 "Invalid argument" 'cgroup_id is not supported with buffered_io'
 }
 
 enable_after_fixing() {
