@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# io.latency: a protected and a noisy namespace on one bandwidth-limited
-# blk-mq null_blk.  When the noisy one's I/O makes the protected one miss its
+# io.latency: a protected and a noisy namespace on one blk-mq null_blk whose
+# requests complete from a timer after 0.5 ms with only 4 hardware slots, so
+# the protected one queues behind the noisy one.  (Not null_blk's mbps= limit:
+# its bandwidth timer can WARN in hrtimer_forward() under emulation.)  When the noisy one's I/O makes the protected one miss its
 # target, blk-iolatency must throttle the noisy cgroup: with blkcg_debug_stats
 # its io.stat shows a queue depth below "max".  That can only happen if the
 # namespaces' I/O is charged to their cgroups.
@@ -16,11 +18,12 @@ DEBUG_STATS=/sys/module/blk_cgroup/parameters/blkcg_debug_stats
 
 setup() {
 	local d
-	modprobe nvmet_cgroup && nullb_create nullb0 256 mbps=20 &&
+	modprobe nvmet_cgroup &&
+	nullb_create nullb0 256 irqmode=2 completion_nsec=500000 hw_queue_depth=4 &&
 	echo 1 > "$DEBUG_STATS" &&
 	cg_create iolat/protected && cg_create iolat/noisy || return
 	d=$(devnum /dev/nullb0)
-	echo "$d target=2000" > "$CG/iolat/protected/io.latency" &&
+	echo "$d target=1000" > "$CG/iolat/protected/io.latency" &&
 	echo "$d target=500000" > "$CG/iolat/noisy/io.latency" || return
 	subsys_create "$NQN" &&
 	ns_create "$NQN" 1 /dev/nullb0 cgroup_id="$(cg_id iolat/protected)" &&
