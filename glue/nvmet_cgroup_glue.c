@@ -10,6 +10,7 @@
 #include <linux/sched/mm.h>
 #include <linux/workqueue.h>
 #include "nvmet.h"
+#include "blk-rq-qos.h"	/* block/: the rq-qos policies of a queue */
 #include "nvmet_cgroup_glue.h"
 
 static void nvmet_cgroup_execute(struct nvmet_req *req)
@@ -78,6 +79,68 @@ bool nvmet_cgroup_req_sq_dying(const struct nvmet_req *req)
 void nvmet_cgroup_req_abort(struct nvmet_req *req)
 {
 	nvmet_req_complete(req, NVME_SC_ABORT_QUEUE);
+}
+
+/*
+ * The queue whose rq-qos policies can sleep the thread that submits the
+ * namespace's bios: the block device's, or the device of the filesystem that
+ * holds the file.  It lives as long as the namespace holds the device or file
+ * open, i.e. while it is enabled.  NULL if there is none (the commands then
+ * always go to the execution context).
+ */
+struct request_queue *nvmet_cgroup_ns_queue(const struct nvmet_ns *ns)
+{
+	struct block_device *bdev = ns->bdev;
+
+	if (!bdev && ns->file)
+		bdev = file_inode(ns->file)->i_sb->s_bdev;
+	return bdev ? bdev_get_queue(bdev) : NULL;
+}
+
+/*
+ * Whether @req may run in the caller's (the transport's) thread: the
+ * association then costs no wakeup and no hop.  Only when nothing can put
+ * the caller to sleep for the cgroup's sake:
+ * - a read or write: they submit their bios from ->execute; the file
+ *   backend defers Flush, DSM and Write Zeroes to a work item, which is
+ *   charged only when it runs in the execution context;
+ * - a kernel thread in task context: bios are charged to a kthread's
+ *   association only;
+ * - a blk-mq queue: a bio-based driver (dm, md) may pass the bio on to
+ *   queues this check does not see;
+ * - no io.cost or io.latency on it: their ->throttle sleeps a submitter over
+ *   its cgroup's budget (io.max queues the bio instead, and wbt does not
+ *   throttle the REQ_SYNC | REQ_IDLE writes of nvmet, as it would not
+ *   without a cgroup either).
+ * Policies are added and removed with the queue frozen, and its rq_qos list
+ * is freed only frozen too: holding a usage reference keeps it stable for the
+ * walk.  A policy added between this check and the submission finds a new
+ * cgroup with budget to spare (iocost's starts with a full margin,
+ * iolatency's with an unlimited depth), so that one command does not sleep;
+ * every later command sees the policy and goes to the execution context.
+ */
+bool nvmet_cgroup_req_may_run_inline(const struct nvmet_req *req,
+				     struct request_queue *q)
+{
+	u8 opcode = req->cmd->common.opcode;
+	struct rq_qos *rqos;
+	bool may_sleep = false;
+
+	if (opcode != nvme_cmd_read && opcode != nvme_cmd_write)
+		return false;
+	if (!q || !queue_is_mq(q) || !in_task() ||
+	    !(current->flags & PF_KTHREAD))
+		return false;
+	if (!percpu_ref_tryget_live(&q->q_usage_counter))
+		return false;
+	for (rqos = READ_ONCE(q->rq_qos); rqos; rqos = rqos->next) {
+		if (rqos->id == RQ_QOS_COST || rqos->id == RQ_QOS_LATENCY) {
+			may_sleep = true;
+			break;
+		}
+	}
+	percpu_ref_put(&q->q_usage_counter);
+	return !may_sleep;
 }
 
 /* @own_ctx: the caller is the module's worker, not the transport */

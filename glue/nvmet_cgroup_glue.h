@@ -16,6 +16,7 @@ struct llist_head;
 struct cgroup;
 struct cgroup_subsys_state;
 struct workqueue_struct;
+struct request_queue;
 
 /* implemented in Rust (rust/ffi.rs) */
 ssize_t nvmet_cgroup_rs_id_show(struct nvmet_ns *ns, char *page);
@@ -35,10 +36,13 @@ bool nvmet_cgroup_ns_enabled(const struct nvmet_ns *ns);
 bool nvmet_cgroup_ns_buffered_io(const struct nvmet_ns *ns);
 const char *nvmet_cgroup_ns_device_path(const struct nvmet_ns *ns);
 u32 nvmet_cgroup_ns_nsid(const struct nvmet_ns *ns);
+struct request_queue *nvmet_cgroup_ns_queue(const struct nvmet_ns *ns);
 
 /* commands handed to the extension */
 bool nvmet_cgroup_req_ns_live(const struct nvmet_req *req);
 bool nvmet_cgroup_req_sq_dying(const struct nvmet_req *req);
+bool nvmet_cgroup_req_may_run_inline(const struct nvmet_req *req,
+				     struct request_queue *q);
 void nvmet_cgroup_req_abort(struct nvmet_req *req);
 void nvmet_cgroup_req_run(struct nvmet_req *req, bool own_ctx);
 bool nvmet_cgroup_req_push(struct llist_head *list, struct nvmet_req *req);

@@ -11,13 +11,20 @@
 //! worker that io.cost or io.latency puts to sleep holds up only its own
 //! namespace's commands: never a transport thread.  Every namespace shares the
 //! one queue, so no kernel thread is created per namespace.
+//!
+//! The fast path skips the lane while nothing can sleep the transport: a read
+//! or write whose device has neither io.cost nor io.latency (io.max queues
+//! throttled bios instead of sleeping) runs in the transport's own thread,
+//! associated and under `memalloc_noio` just as in a lane.  The check is made
+//! per command, so enabling such a policy later moves the namespace's next
+//! commands to its lanes.
 
 use crate::{
     cgroup::{BlkcgAssociation, CgroupRef, NoIo},
     cgroup_id,
     exec_queue::{flush_work, OwnedQueue},
     ffi::raw,
-    nvmet::{Ns, Req, ReqList},
+    nvmet::{BackingQueue, Ns, Req, ReqList},
 };
 use kernel::{
     prelude::*,
@@ -81,6 +88,10 @@ pub(crate) struct NsExec {
     lanes: KVec<Arc<Lane>>,
     queue: Arc<OwnedQueue>,
     cgroup: CgroupRef,
+    /// The device whose policies decide whether the fast path is safe.
+    backing: BackingQueue,
+    /// The `fast_path` parameter, read when the namespace is enabled.
+    fast_path: bool,
     /// The `inline_assoc` diagnostic mode, read when the namespace is enabled.
     inline: bool,
 }
@@ -120,12 +131,18 @@ impl NsExec {
                 GFP_KERNEL,
             )?;
         }
+        // SAFETY: The namespace is being enabled, and the context is dropped
+        // in `disable`, before the namespace's backend is closed.
+        let backing = unsafe { ns.backing_queue() };
+        let fast_path = crate::module_parameters::fast_path.value();
         let inline = crate::module_parameters::inline_assoc.value();
         Ok(Some(KBox::new(
             Self {
                 lanes,
                 queue,
                 cgroup,
+                backing,
+                fast_path,
                 inline,
             },
             GFP_KERNEL,
@@ -136,15 +153,10 @@ impl NsExec {
     /// every call to return before [`NsExec::disable`] (SRCU), so the
     /// context outlives this call even if the command completes meanwhile.
     pub(crate) fn submit(&self, req: Req) {
-        if self.inline {
-            // Diagnostic mode: charge in the transport's own thread, which
-            // io.cost or io.latency may then put to sleep.
-            if req.sq_dying() {
-                req.abort();
-                return;
-            }
-            let _charged = self.cgroup.associate();
-            req.run_inline();
+        // The diagnostic mode runs every command inline, even where io.cost
+        // or io.latency may then put the transport's thread to sleep.
+        if self.inline || (self.fast_path && req.may_run_inline(&self.backing)) {
+            self.run_inline(req);
             return;
         }
         // SAFETY: No precondition.
@@ -161,6 +173,17 @@ impl NsExec {
             // Already queued means the worker has yet to take this command.
             let _ = self.queue.enqueue(lane.clone());
         }
+    }
+
+    /// Runs a command in the caller's thread, charged as in a lane.
+    fn run_inline(&self, req: Req) {
+        if req.sq_dying() {
+            req.abort();
+            return;
+        }
+        let _noio = NoIo::enter();
+        let _charged = self.cgroup.associate();
+        req.run_inline();
     }
 
     /// Tears the context down once every command of the namespace completed.

@@ -28,6 +28,12 @@ pub(crate) mod raw {
         _opaque: [u8; 0],
     }
 
+    /// `struct request_queue`: only ever behind a pointer.
+    #[repr(C)]
+    pub(crate) struct RequestQueue {
+        _opaque: [u8; 0],
+    }
+
     /// `struct cgroup`: only ever behind a pointer.
     #[repr(C)]
     pub(crate) struct Cgroup {
@@ -48,9 +54,14 @@ pub(crate) mod raw {
         pub(crate) fn nvmet_cgroup_ns_buffered_io(ns: *const NvmetNs) -> bool;
         pub(crate) fn nvmet_cgroup_ns_device_path(ns: *const NvmetNs) -> *const c_char;
         pub(crate) fn nvmet_cgroup_ns_nsid(ns: *const NvmetNs) -> u32;
+        pub(crate) fn nvmet_cgroup_ns_queue(ns: *const NvmetNs) -> *mut RequestQueue;
 
         pub(crate) fn nvmet_cgroup_req_ns_live(req: *const NvmetReq) -> bool;
         pub(crate) fn nvmet_cgroup_req_sq_dying(req: *const NvmetReq) -> bool;
+        pub(crate) fn nvmet_cgroup_req_may_run_inline(
+            req: *const NvmetReq,
+            q: *mut RequestQueue,
+        ) -> bool;
         pub(crate) fn nvmet_cgroup_req_abort(req: *mut NvmetReq);
         pub(crate) fn nvmet_cgroup_req_run(req: *mut NvmetReq, own_ctx: bool);
         pub(crate) fn nvmet_cgroup_req_push(

@@ -60,7 +60,36 @@ impl Ns {
         // cannot change while the subsystem's lock is held.
         unsafe { CStr::from_char_ptr(raw::nvmet_cgroup_ns_device_path(self.ptr.as_ptr())) }
     }
+
+    /// The block queue behind the namespace's backing device or file.
+    ///
+    /// # Safety
+    ///
+    /// The namespace is enabled, and the returned value is dropped before it
+    /// is disabled.
+    pub(crate) unsafe fn backing_queue(&self) -> BackingQueue {
+        BackingQueue {
+            // SAFETY: By the type invariant; the backend is open while the
+            // namespace is enabled, which the caller guarantees.
+            ptr: NonNull::new(unsafe { raw::nvmet_cgroup_ns_queue(self.ptr.as_ptr()) }),
+        }
+    }
 }
+
+/// The block queue whose rq-qos policies act on a namespace's bios.
+///
+/// # Invariants
+///
+/// `ptr`, if any, is the queue of a device that an enabled namespace holds
+/// open, and the value is dropped before the namespace is disabled.
+pub(crate) struct BackingQueue {
+    ptr: Option<NonNull<raw::RequestQueue>>,
+}
+
+// SAFETY: The queue is only read, and may be from any thread.
+unsafe impl Send for BackingQueue {}
+// SAFETY: As above.
+unsafe impl Sync for BackingQueue {}
 
 /// An I/O command handed to the extension by nvmet.
 ///
@@ -98,6 +127,18 @@ impl Req {
     pub(crate) fn sq_dying(&self) -> bool {
         // SAFETY: By the type invariant.
         unsafe { raw::nvmet_cgroup_req_sq_dying(self.ptr.as_ptr()) }
+    }
+
+    /// Whether the command may run in the caller's (the transport's) thread:
+    /// it is a read or write, the caller is a kernel thread, and no policy
+    /// on `queue` can put the caller to sleep for the cgroup's sake
+    /// (io.cost, io.latency).  Checked per command, so a policy enabled
+    /// later takes effect from the next command on.
+    pub(crate) fn may_run_inline(&self, queue: &BackingQueue) -> bool {
+        let q = queue.ptr.map_or(core::ptr::null_mut(), NonNull::as_ptr);
+        // SAFETY: By the type invariants of `Req` and `BackingQueue`: the
+        // queue outlives the namespace's commands; NULL is accepted.
+        unsafe { raw::nvmet_cgroup_req_may_run_inline(self.ptr.as_ptr(), q) }
     }
 
     /// Gives up ownership without completing the command.

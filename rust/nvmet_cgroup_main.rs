@@ -25,6 +25,10 @@ module! {
     description: "Charge nvmet namespace I/O to a cgroup",
     license: "GPL",
     params: {
+        fast_path: bool {
+            default: true,
+            description: "Run reads and writes in the transport's thread while their device has no io.cost or io.latency, which could sleep it (0: always use the execution context)",
+        },
         inline_assoc: bool {
             default: false,
             description: "Diagnostic: charge I/O in the transport's thread, without the execution context (a throttled namespace then stalls the transport)",
