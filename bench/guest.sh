@@ -7,6 +7,8 @@
 #   B  module loaded, cgroup_id unset
 #   C  cgroup_id set, no io controller configured
 #   D  cgroup_id set, io.cost enabled with a model that does not limit
+#   L  as C, with fast_path=0: every command goes through the execution
+#      context (the design before the fast path), for comparison
 set -uo pipefail
 cd "$(dirname "$0")/../tools/testing/selftests/nvmet_cgroup" || exit 1
 . ./nvmet_lib.sh
@@ -16,7 +18,7 @@ OUT=${BENCH_OUT:?}
 ROUNDS=${BENCH_ROUNDS:-3}
 RUNTIME=${BENCH_RUNTIME:-20}
 RAMP=${BENCH_RAMP:-5}
-CONFIGS=${BENCH_CONFIGS:-A B C D}
+CONFIGS=${BENCH_CONFIGS:-A B C D L}
 TRANSPORTS=${BENCH_TRANSPORTS:-loop tcp}
 MNT=/mnt/bench
 mkdir -p "$OUT"
@@ -32,6 +34,10 @@ nullb_create nullb0 1024 || die "null_blk"
 nullb_create nullb1 1200 || die "null_blk for ext4"
 mkfs.ext4 -q -F -b 4096 /dev/nullb1 && mkdir -p "$MNT" && mount -o noatime /dev/nullb1 "$MNT" &&
 	fallocate -l 1G "$MNT/ns.img" || die "file backing"
+# Write every block once: random writes to unwritten extents convert them
+# (journal work), which made the first rounds of ext4 randwrite far slower
+# than the later ones.
+dd if=/dev/zero of="$MNT/ns.img" bs=1M count=1024 oflag=direct conv=notrunc status=none || die "file prefill"
 cg_create bench || die "cgroup"
 for t in $TRANSPORTS; do
 	subsys_create "nqn.bench.$t" &&
@@ -64,11 +70,17 @@ configure() {	# CONFIG
 			echo 0 > "$NVMET_CFS/subsystems/nqn.bench.$t/namespaces/$ns/enable"
 		done
 	done
+	# Every namespace is disabled, so the module can go: load it afresh
+	# with this configuration's parameters.
+	if lsmod | grep -q '^nvmet_cgroup '; then
+		rmmod nvmet_cgroup || die "rmmod"
+	fi
 	case "$1" in
-	A) lsmod | grep -q '^nvmet_cgroup ' && { rmmod nvmet_cgroup || die "rmmod"; } ;;
+	A) ;;
+	L) modprobe nvmet_cgroup fast_path=0 || die "modprobe" ;;
 	*) modprobe nvmet_cgroup || die "modprobe" ;;
 	esac
-	case "$1" in C|D) id=$(cg_id bench) ;; esac
+	case "$1" in C|D|L) id=$(cg_id bench) ;; esac
 	iocost off
 	[ "$1" = D ] && iocost on
 	for t in $TRANSPORTS; do
@@ -117,7 +129,11 @@ isolation() {
 	local mode=$1 q n pid
 	echo 0 > "$NVMET_CFS/subsystems/nqn.bench.iso/namespaces/1/enable"
 	echo 0 > "$NVMET_CFS/subsystems/nqn.bench.iso/namespaces/2/enable"
-	rmmod nvmet_cgroup 2>/dev/null
+	# A namespace still enabled with a cgroup pins the module, and modprobe
+	# of a loaded module ignores the new parameter.
+	if lsmod | grep -q '^nvmet_cgroup '; then
+		rmmod nvmet_cgroup || die "rmmod before isolation ($mode)"
+	fi
 	if [ "$mode" = inline ]; then
 		modprobe nvmet_cgroup inline_assoc=1 || die "modprobe inline_assoc=1"
 	else
@@ -141,6 +157,11 @@ isolation() {
 }
 
 if [ "${BENCH_ISOLATION:-1}" = 1 ]; then
+	for t in $TRANSPORTS; do
+		for ns in 1 2; do
+			echo 0 > "$NVMET_CFS/subsystems/nqn.bench.$t/namespaces/$ns/enable"
+		done
+	done
 	nullb_create nullb2 1024 || die "null_blk 2"
 	cg_create iso/noisy && cg_create iso/quiet || die "iso cgroups"
 	echo "default 25" > "$CG/iso/noisy/io.weight"

@@ -12,9 +12,11 @@ import re
 import statistics
 import sys
 
-NAME = re.compile(r"r(\d+)_([A-D])_(\w+?)_(bdev|file)_(randread|randwrite|qd1)\.json$")
+NAME = re.compile(r"r(\d+)_([A-DL])_(\w+?)_(bdev|file)_(randread|randwrite|qd1)\.json$")
 CONFIGS = {"A": "stock nvmet", "B": "module, cgroup_id unset",
-           "C": "cgroup_id set", "D": "cgroup_id set + io.cost"}
+           "C": "cgroup_id set", "D": "cgroup_id set + io.cost",
+           "L": "cgroup_id set, fast_path=0"}
+ORDER = "ABCDL"
 
 
 def job_stats(path, workload):
@@ -25,6 +27,40 @@ def job_stats(path, workload):
     return {"iops": side["iops"],
             "mean_us": lat.get("mean", 0) / 1000,
             "p99_us": lat.get("percentile", {}).get("99.000000", 0) / 1000}
+
+
+def check_targets(rows, iso):
+    """The issue's targets: (target, worst case, value, met) per target."""
+    out = []
+
+    def worst(cfg, key, workloads, want_min):
+        vals = [(r["configs"][cfg][key], "%s %s %s" % (r["transport"], r["backend"], r["workload"]))
+                for r in rows if r["workload"] in workloads and key in r["configs"].get(cfg, {})]
+        if not vals:
+            return None
+        return (min if want_min else max)(vals)
+
+    rw = ("randread", "randwrite")
+    for text, cfg, key, wl, limit, want_min in (
+            ("B IOPS >= 0.99 x A", "B", "iops_vs_A", rw, 0.99, True),
+            ("B p99 <= 1.05 x A", "B", "p99_vs_A", rw, 1.05, False),
+            ("C IOPS >= 0.97 x A", "C", "iops_vs_A", rw, 0.97, True),
+            ("C p99 <= 1.10 x A", "C", "p99_vs_A", rw, 1.10, False),
+            ("D IOPS >= 0.90 x A", "D", "iops_vs_A", rw, 0.90, True),
+            ("qd1 C mean <= 1.2 x A", "C", "mean_vs_A", ("qd1",), 1.2, False),
+            ("qd1 C p99 <= 1.2 x A", "C", "p99_vs_A", ("qd1",), 1.2, False),
+            ("qd1 D mean <= 2 x A", "D", "mean_vs_A", ("qd1",), 2.0, False),
+            ("qd1 D p99 <= 2 x A", "D", "p99_vs_A", ("qd1",), 2.0, False)):
+        w = worst(cfg, key, wl, want_min)
+        if w:
+            out.append((text, w[1], w[0], "yes" if (w[0] >= limit if want_min else w[0] <= limit) else "no"))
+    m = iso.get("module")
+    if m:
+        out.append(("isolation: Q keeps >= 95 % of solo IOPS", "module", m["iops_kept"],
+                    "yes" if m["iops_kept"] >= 0.95 else "no"))
+        out.append(("isolation: Q p99 <= 2 x solo", "module", m["p99_vs_alone"],
+                    "yes" if m["p99_vs_alone"] <= 2 else "no"))
+    return out
 
 
 def main(raw, out):
@@ -49,7 +85,7 @@ def main(raw, out):
             ios = [s["iops"] for s in sts]
             med[cfg]["iops_spread_pct"] = (100 * (max(ios) - min(ios)) / statistics.median(ios)) if len(ios) > 1 and statistics.median(ios) else 0
         base = med.get("A")
-        for cfg in sorted(med):
+        for cfg in med:
             m = med[cfg]
             if base and base["iops"]:
                 m["iops_vs_A"] = m["iops"] / base["iops"]
@@ -62,7 +98,7 @@ def main(raw, out):
     lines = ["| transport | backend | workload | config | IOPS | mean µs | p99 µs | IOPS vs A | mean vs A | p99 vs A | spread |",
              "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
-        for cfg, m in sorted(r["configs"].items()):
+        for cfg, m in sorted(r["configs"].items(), key=lambda kv: ORDER.index(kv[0])):
             lines.append("| {} | {} | {} | {} {} | {:.0f} | {:.0f} | {:.0f} | {} | {} | {} | {:.0f} % |".format(
                 r["transport"], r["backend"], r["workload"], cfg, CONFIGS[cfg], m["iops"], m["mean_us"], m["p99_us"],
                 "%.3f" % m["iops_vs_A"] if "iops_vs_A" in m else "-",
@@ -71,6 +107,7 @@ def main(raw, out):
                 m["iops_spread_pct"]))
     table = "\n".join(lines)
     print(table)
+    report = [table]
 
     iso = {}
     for mode in ("module", "inline"):
@@ -88,13 +125,15 @@ def main(raw, out):
             parts["p99_vs_alone"] = w["p99_us"] / a["p99_us"] if a["p99_us"] else 0
             iso[mode] = parts
     if iso:
-        print("\n| isolation mode | Q alone IOPS | Q with N IOPS | kept | Q alone p99 µs | Q with N p99 µs | p99 ratio | N IOPS |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        lines = ["| isolation mode | Q alone IOPS | Q with N IOPS | kept | Q alone p99 µs | Q with N p99 µs | p99 ratio | N IOPS |",
+                 "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for mode, p in iso.items():
-            print("| {} | {:.0f} | {:.0f} | {:.1f} % | {:.0f} | {:.0f} | {:.2f} | {:.0f} |".format(
+            lines.append("| {} | {:.0f} | {:.0f} | {:.1f} % | {:.0f} | {:.0f} | {:.2f} | {:.0f} |".format(
                 mode, p["alone_quiet"]["iops"], p["with_quiet"]["iops"], 100 * p["iops_kept"],
                 p["alone_quiet"]["p99_us"], p["with_quiet"]["p99_us"], p["p99_vs_alone"],
                 p.get("noisy", {}).get("iops", 0)))
+        print("\n" + "\n".join(lines))
+        report.append("\n".join(lines))
 
     scale = os.path.join(raw, "scale.csv")
     scale_rows = []
@@ -102,17 +141,26 @@ def main(raw, out):
         with open(scale) as f:
             hdr = f.readline().strip().split(",")
             scale_rows = [dict(zip(hdr, map(int, l.strip().split(",")))) for l in f if l.strip()]
-        print("\n| namespaces with cgroup_id | tasks added | slab added (KiB) | slab per namespace (KiB) |")
-        print("| ---: | ---: | ---: | ---: |")
+        lines = ["| namespaces with cgroup_id | tasks added | slab added (KiB) | slab per namespace (KiB) |",
+                 "| ---: | ---: | ---: | ---: |"]
         for s in scale_rows[1:]:
-            print("| {} | {} | {} | {:.1f} |".format(s["namespaces"], s["task_delta"], s["slab_delta_kib"],
-                                                    s["slab_delta_kib"] / s["namespaces"]))
+            lines.append("| {} | {} | {} | {:.1f} |".format(s["namespaces"], s["task_delta"], s["slab_delta_kib"],
+                                                           s["slab_delta_kib"] / s["namespaces"]))
+        print("\n" + "\n".join(lines))
+        report.append("\n".join(lines))
+
+    targets = check_targets(rows, iso)
+    if targets:
+        lines = ["| target | worst case | value | met |", "| --- | --- | ---: | --- |"]
+        lines += ["| {} | {} | {:.3f} | {} |".format(*t) for t in targets]
+        print("\n" + "\n".join(lines))
+        report.append("\n".join(lines))
 
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump({"raw": raw, "rows": rows, "isolation": iso, "scale": scale_rows}, f, indent=1)
     with open(os.path.join(out, "summary.md"), "w") as f:
-        f.write(table + "\n")
+        f.write("\n\n".join(report) + "\n")
 
     try:
         import matplotlib
@@ -123,10 +171,12 @@ def main(raw, out):
         return
     labels = ["%s %s %s" % (r["transport"], r["backend"], r["workload"]) for r in rows]
     fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.9), 4.5))
-    width = 0.2
-    for i, cfg in enumerate("ABCD"):
+    shown = [c for c in ORDER if any(c in r["configs"] for r in rows)]
+    width = 0.8 / max(1, len(shown))
+    for i, cfg in enumerate(shown):
         vals = [r["configs"].get(cfg, {}).get("iops_vs_A", 0) for r in rows]
-        ax.bar([x + (i - 1.5) * width for x in range(len(rows))], vals, width, label="%s: %s" % (cfg, CONFIGS[cfg]))
+        ax.bar([x + (i - (len(shown) - 1) / 2) * width for x in range(len(rows))], vals, width,
+               label="%s: %s" % (cfg, CONFIGS[cfg]))
     ax.axhline(1.0, color="black", linewidth=0.6)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
