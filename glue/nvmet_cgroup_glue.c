@@ -11,6 +11,7 @@
 #include <linux/workqueue.h>
 #include "nvmet.h"
 #include "blk-rq-qos.h"	/* block/: the rq-qos policies of a queue */
+#include "elevator.h"	/* block/: the elevator's name */
 #include "nvmet_cgroup_glue.h"
 
 static void nvmet_cgroup_execute(struct nvmet_req *req)
@@ -82,49 +83,107 @@ void nvmet_cgroup_req_abort(struct nvmet_req *req)
 }
 
 /*
- * The queue whose rq-qos policies can sleep the thread that submits the
- * namespace's bios: the block device's, or the device of the filesystem that
- * holds the file.  It lives as long as the namespace holds the device or file
- * open, i.e. while it is enabled.  NULL if there is none (the commands then
- * always go to the execution context).
+ * Filesystems that keep every file's data on sb->s_bdev.  Others may not
+ * (an XFS realtime file lives on the rt device, btrfs and f2fs can span
+ * devices), so their namespaces always use the execution context.
+ */
+static bool nvmet_cgroup_single_bdev_fs(const struct super_block *sb)
+{
+	static const char * const names[] = { "ext4", "ext3", "ext2" };
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(names); i++)
+		if (!strcmp(sb->s_type->name, names[i]))
+			return true;
+	return false;
+}
+
+/*
+ * The queue whose policies act on the namespace's bios: the block device's,
+ * or that of the device under the file's filesystem.  It lives as long as
+ * the namespace holds the device or file open, i.e. while it is enabled.
+ * NULL if the fast path cannot know (the commands then always go to the
+ * execution context).
  */
 struct request_queue *nvmet_cgroup_ns_queue(const struct nvmet_ns *ns)
 {
 	struct block_device *bdev = ns->bdev;
 
-	if (!bdev && ns->file)
-		bdev = file_inode(ns->file)->i_sb->s_bdev;
+	if (!bdev && ns->file) {
+		struct super_block *sb = file_inode(ns->file)->i_sb;
+
+		if (nvmet_cgroup_single_bdev_fs(sb))
+			bdev = sb->s_bdev;
+	}
 	return bdev ? bdev_get_queue(bdev) : NULL;
+}
+
+/* Whether io.max was ever configured on @q (blk-throttle stays set up). */
+static bool nvmet_cgroup_queue_has_throttle(struct request_queue *q)
+{
+#ifdef CONFIG_BLK_DEV_THROTTLING
+	return READ_ONCE(q->td);
+#else
+	return false;
+#endif
+}
+
+/*
+ * Whether a policy on @q can put a thread that submits @req's bios to sleep
+ * for the cgroup's sake:
+ * - io.cost and io.latency: their rq-qos ->throttle sleeps a submitter over
+ *   its cgroup's budget;
+ * - bfq: it limits the tag depth of a low-weight cgroup's writes, and the
+ *   submitter then waits for a tag;
+ * - io.max, for a file only: blk-throttle queues a bio instead of sleeping
+ *   its submitter, which suits the bdev backend's asynchronous bios, but the
+ *   filesystem may wait for a throttled bio in the caller's thread (metadata
+ *   reads, extending or unaligned direct writes).
+ * wbt does not throttle nvmet's REQ_SYNC | REQ_IDLE writes, and would not
+ * without a cgroup either.
+ * Policies and elevators are changed with the queue frozen, and the rq_qos
+ * list is freed only frozen too: the caller's usage reference keeps them
+ * stable.
+ */
+static bool nvmet_cgroup_queue_may_sleep(const struct nvmet_req *req,
+					 struct request_queue *q)
+{
+	struct rq_qos *rqos;
+
+	for (rqos = READ_ONCE(q->rq_qos); rqos; rqos = rqos->next)
+		if (rqos->id == RQ_QOS_COST || rqos->id == RQ_QOS_LATENCY)
+			return true;
+	if (q->elevator && !strcmp(q->elevator->type->elevator_name, "bfq"))
+		return true;
+	return req->ns->file && nvmet_cgroup_queue_has_throttle(q);
 }
 
 /*
  * Whether @req may run in the caller's (the transport's) thread: the
- * association then costs no wakeup and no hop.  Only when nothing can put
- * the caller to sleep for the cgroup's sake:
- * - a read or write: they submit their bios from ->execute; the file
- *   backend defers Flush, DSM and Write Zeroes to a work item, which is
+ * association then costs no wakeup and no hop.  Only if
+ * - it is a read or write: they submit their bios from ->execute, while the
+ *   file backend defers Flush, DSM and Write Zeroes to a work item, which is
  *   charged only when it runs in the execution context;
- * - a kernel thread in task context: bios are charged to a kthread's
- *   association only;
- * - a blk-mq queue: a bio-based driver (dm, md) may pass the bio on to
- *   queues this check does not see;
- * - no io.cost or io.latency on it: their ->throttle sleeps a submitter over
- *   its cgroup's budget (io.max queues the bio instead, and wbt does not
- *   throttle the REQ_SYNC | REQ_IDLE writes of nvmet, as it would not
- *   without a cgroup either).
- * Policies are added and removed with the queue frozen, and its rq_qos list
- * is freed only frozen too: holding a usage reference keeps it stable for the
- * walk.  A policy added between this check and the submission finds a new
- * cgroup with budget to spare (iocost's starts with a full margin,
- * iolatency's with an unlimited depth), so that one command does not sleep;
- * every later command sees the policy and goes to the execution context.
+ * - the caller is a kernel thread in task context: bios are charged to a
+ *   kthread's association only (nvmet-fc may execute from an LLDD's
+ *   completion);
+ * - @q is a blk-mq queue: a bio-based driver (dm, md, multipath) may pass the
+ *   bio on to queues this check does not see;
+ * - and nothing on @q can sleep the caller for the cgroup (see above).
+ * The check cannot be held across the submission: a freeze that adds a
+ * policy waits for our usage reference, and the submission would wait for
+ * the freeze.  So commands that passed the check before such a freeze (one
+ * per transport context at most) meet a freshly initialised policy:
+ * iolatency starts disabled or at an unlimited depth, iocost grants a new
+ * cgroup half a period of budget scaled by its weight.  They usually do not
+ * sleep, though a large command of a low-weight cgroup can; every command
+ * checked after the freeze goes to the execution context.
  */
 bool nvmet_cgroup_req_may_run_inline(const struct nvmet_req *req,
 				     struct request_queue *q)
 {
 	u8 opcode = req->cmd->common.opcode;
-	struct rq_qos *rqos;
-	bool may_sleep = false;
+	bool may_sleep;
 
 	if (opcode != nvme_cmd_read && opcode != nvme_cmd_write)
 		return false;
@@ -133,12 +192,7 @@ bool nvmet_cgroup_req_may_run_inline(const struct nvmet_req *req,
 		return false;
 	if (!percpu_ref_tryget_live(&q->q_usage_counter))
 		return false;
-	for (rqos = READ_ONCE(q->rq_qos); rqos; rqos = rqos->next) {
-		if (rqos->id == RQ_QOS_COST || rqos->id == RQ_QOS_LATENCY) {
-			may_sleep = true;
-			break;
-		}
-	}
+	may_sleep = nvmet_cgroup_queue_may_sleep(req, q);
 	percpu_ref_put(&q->q_usage_counter);
 	return !may_sleep;
 }

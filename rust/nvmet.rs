@@ -68,6 +68,8 @@ impl Ns {
     /// The namespace is enabled, and the returned value is dropped before it
     /// is disabled.
     pub(crate) unsafe fn backing_queue(&self) -> BackingQueue {
+        // INVARIANT: The namespace holds its device or file open while it is
+        // enabled, and the caller drops the value before it is disabled.
         BackingQueue {
             // SAFETY: By the type invariant; the backend is open while the
             // namespace is enabled, which the caller guarantees.
@@ -86,9 +88,11 @@ pub(crate) struct BackingQueue {
     ptr: Option<NonNull<raw::RequestQueue>>,
 }
 
-// SAFETY: The queue is only read, and may be from any thread.
+// SAFETY: The value is only a pointer that the glue uses from any thread: it
+// takes the queue's usage reference (a per-CPU counter) around every read,
+// and by the type invariant the queue outlives the value.
 unsafe impl Send for BackingQueue {}
-// SAFETY: As above.
+// SAFETY: As above: no operation through `&BackingQueue` needs exclusivity.
 unsafe impl Sync for BackingQueue {}
 
 /// An I/O command handed to the extension by nvmet.
@@ -132,7 +136,7 @@ impl Req {
     /// Whether the command may run in the caller's (the transport's) thread:
     /// it is a read or write, the caller is a kernel thread, and no policy
     /// on `queue` can put the caller to sleep for the cgroup's sake
-    /// (io.cost, io.latency).  Checked per command, so a policy enabled
+    /// (io.cost, io.latency, bfq; io.max for a file namespace).  Checked per command, so a policy enabled
     /// later takes effect from the next command on.
     pub(crate) fn may_run_inline(&self, queue: &BackingQueue) -> bool {
         let q = queue.ptr.map_or(core::ptr::null_mut(), NonNull::as_ptr);

@@ -5,7 +5,7 @@
 # Exits non-zero when a case failed or a test did not finish its plan.
 cd "$(dirname "$0")" || exit 1
 RESULTS_DIR=${RESULTS_DIR:-./results}
-ALL_TESTS="smoke.sh attr.sh charge.sh resv.sh abort.sh iomax.sh iocost.sh fastpath.sh iolatency.sh"
+ALL_TESTS="smoke.sh attr.sh charge.sh resv.sh abort.sh iomax.sh iocost.sh fastpath.sh fastpath_policies.sh iolatency.sh"
 tests=${*:-$ALL_TESTS}
 
 mkdir -p "$RESULTS_DIR"

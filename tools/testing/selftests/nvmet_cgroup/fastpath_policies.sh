@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# The fast path under io.max and io.latency, configured while the namespaces
+# are live: io.max keeps a bdev namespace in the transport's thread
+# (blk-throttle queues bios, it does not sleep the submitter) but moves a
+# file namespace to the execution context (ext4 may wait for a throttled bio
+# in the caller); io.latency moves the namespaces on its device.
+cd "$(dirname "$0")" || exit 1
+. ./ktap.sh
+. ./nvmet_lib.sh
+. ./cgroup_lib.sh
+. ./fastpath_lib.sh
+
+NQN=nqn.2026-11.io.nvmet-cgroup:fastpath-policies
+
+# io.max (limits far above the guest's rates) on both devices
+iomax_keeps_bdev_inline_moves_file() {
+	local d
+	for d in nullb0:bdev nullb1:file; do
+		echo "$(devnum "/dev/${d%%:*}") riops=1000000 wiops=1000000" \
+			> "$CG/fastpath/${d#*:}/io.max" || return
+	done
+	fp_expect "$NQN" 1 inline "bdev, io.max on nullb0" &&
+	fp_expect "$NQN" 2 context "file, io.max on nullb1"
+}
+
+# io.latency on nullb0: namespace 1 moves to the context
+iolatency_moves_bdev_to_the_context() {
+	echo "$(devnum /dev/nullb0) target=100000" > "$CG/fastpath/bdev/io.latency" || return
+	fp_expect "$NQN" 1 context "bdev, io.latency on nullb0"
+}
+
+ktap_begin 4
+ktap_step "setup" fp_setup "$NQN"
+ktap_step "iomax_keeps_bdev_inline_moves_file" iomax_keeps_bdev_inline_moves_file
+ktap_step "iolatency_moves_bdev_to_the_context" iolatency_moves_bdev_to_the_context
+ktap_step "teardown" fp_teardown "$NQN"
+ktap_end
