@@ -9,6 +9,9 @@
 #   D  cgroup_id set, io.cost enabled with a model that does not limit
 #   L  as C, with fast_path=0: every command goes through the execution
 #      context (the design before the fast path), for comparison
+#   R  as C, with the root cgroup's ID: the same association work, but the
+#      block layer charges the root (BENCH_CONFIGS="A C R" to separate the
+#      cost of the execution path from that of charging a child cgroup)
 set -uo pipefail
 cd "$(dirname "$0")/../tools/testing/selftests/nvmet_cgroup" || exit 1
 . ./nvmet_lib.sh
@@ -81,7 +84,10 @@ configure() {	# CONFIG
 	L) modprobe nvmet_cgroup fast_path=0 || die "modprobe" ;;
 	*) modprobe nvmet_cgroup || die "modprobe" ;;
 	esac
-	case "$1" in C|D|L) id=$(cg_id bench) ;; esac
+	case "$1" in
+	C|D|L) id=$(cg_id bench) ;;
+	R) id=$(stat -c %i "$CG") ;;
+	esac
 	iocost off
 	[ "$1" = D ] && iocost on
 	for t in $TRANSPORTS; do

@@ -12,11 +12,11 @@ import re
 import statistics
 import sys
 
-NAME = re.compile(r"r(\d+)_([A-DL])_(\w+?)_(bdev|file)_(randread|randwrite|qd1)\.json$")
+NAME = re.compile(r"r(\d+)_([A-DLR])_(\w+?)_(bdev|file)_(randread|randwrite|qd1)\.json$")
 CONFIGS = {"A": "stock nvmet", "B": "module, cgroup_id unset",
            "C": "cgroup_id set", "D": "cgroup_id set + io.cost",
-           "L": "cgroup_id set, fast_path=0"}
-ORDER = "ABCDL"
+           "L": "cgroup_id set, fast_path=0", "R": "cgroup_id = root cgroup"}
+ORDER = "ABCDLR"
 
 
 def job_stats(path, workload):
