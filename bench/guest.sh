@@ -16,6 +16,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../tools/testing/selftests/nvmet_cgroup" || exit 1
 . ./nvmet_lib.sh
 . ./cgroup_lib.sh
+. ./fastpath_lib.sh
 
 OUT=${BENCH_OUT:?}
 ROUNDS=${BENCH_ROUNDS:-3}
@@ -108,11 +109,36 @@ job() {	# NAME DEV fio-args...
 		echo "bench: fio $name failed" >&2
 }
 
+# Where configuration $1's commands run, before its first timed jobs: 256
+# randreads on each nvme-loop namespace, counted by the fast-path tests'
+# kprobe on the glue (inline = the transport's thread, context = the lanes).
+# A policy left enabled on a device, say, would silently turn C into L.
+# The probe exists only while counting (and the module is loaded); text is
+# patched only between jobs (see fastpath_lib.sh).
+PROBE='p:nvmet_cgroup_test/run nvmet_cgroup:nvmet_cgroup_req_run own_ctx=$arg2:u8'
+echo 0 > "$TRACE/options/record-cmd" && echo 0 > /proc/sys/debug/kprobes-optimization ||
+	die "tracing options"
+paths() {	# CONFIG
+	local ns dev runs line=$1
+	lsmod | grep -q '^nvmet_cgroup ' || return 0
+	echo "$PROBE" >> "$TRACE/kprobe_events" || die "kprobe"
+	for ns in 1 2; do
+		dev=$(host_dev nqn.bench.loop $ns) || die "device loop $ns"
+		runs=$(fp_runs fio --name=paths --filename="$dev" --direct=1 --ioengine=libaio \
+			--bs=4k --rw=randread --iodepth=32 --size=1M --output-format=terse) ||
+			die "path count $1"
+		line="$line $runs"
+	done
+	echo '-:nvmet_cgroup_test/run' >> "$TRACE/kprobe_events"
+	echo "$line" >> "$OUT/paths.txt"
+}
+
 for ((round = 1; round <= ROUNDS; round++)); do
 	for c in $CONFIGS; do
 		configure "$c"
 		for t in $TRANSPORTS; do
 			host_connect "$t" "nqn.bench.$t" || die "connect $t"
+			[ "$round" = 1 ] && [ "$t" = loop ] && paths "$c"
 			for ns in 1 2; do
 				backend=$([ $ns = 1 ] && echo bdev || echo file)
 				dev=$(host_dev "nqn.bench.$t" $ns) || die "device $t $ns"

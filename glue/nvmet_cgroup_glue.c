@@ -10,7 +10,6 @@
 #include <linux/sched/mm.h>
 #include <linux/workqueue.h>
 #include "nvmet.h"
-#include "blk-rq-qos.h"	/* block/: the rq-qos policies of a queue */
 #include "elevator.h"	/* block/: the elevator's name */
 #include "nvmet_cgroup_glue.h"
 
@@ -131,8 +130,15 @@ static bool nvmet_cgroup_queue_has_throttle(struct request_queue *q)
 /*
  * Whether a policy on @q can put a thread that submits @req's bios to sleep
  * for the cgroup's sake:
- * - io.cost and io.latency: their rq-qos ->throttle sleeps a submitter over
- *   its cgroup's budget;
+ * - io.cost and io.latency, while enabled: their rq-qos ->throttle sleeps a
+ *   submitter over its cgroup's budget.  Both stay registered on the queue
+ *   once configured, even when turned off again, so their presence says
+ *   little; what they throttle on is a private switch (ioc->enabled,
+ *   blkiolat->enabled).  Each flips a queue flag of its own together with
+ *   that switch, under the same freeze: iocost sets QUEUE_FLAG_RQ_ALLOC_TIME
+ *   when enabled, iolatency QUEUE_FLAG_BIO_ISSUE_TIME while any cgroup has
+ *   a latency target, and nothing else sets either.  Should another user
+ *   appear, the check only gets more conservative.
  * - bfq: it limits the tag depth of a low-weight cgroup's writes, and the
  *   submitter then waits for a tag;
  * - io.max, for a file only: blk-throttle queues a bio instead of sleeping
@@ -141,18 +147,15 @@ static bool nvmet_cgroup_queue_has_throttle(struct request_queue *q)
  *   reads, extending or unaligned direct writes).
  * wbt does not throttle nvmet's REQ_SYNC | REQ_IDLE writes, and would not
  * without a cgroup either.
- * Policies and elevators are changed with the queue frozen, and the rq_qos
- * list is freed only frozen too: the caller's usage reference keeps them
- * stable.
+ * The flags and the elevator are changed with the queue frozen: the caller's
+ * usage reference keeps them stable.
  */
 static bool nvmet_cgroup_queue_may_sleep(const struct nvmet_req *req,
 					 struct request_queue *q)
 {
-	struct rq_qos *rqos;
-
-	for (rqos = READ_ONCE(q->rq_qos); rqos; rqos = rqos->next)
-		if (rqos->id == RQ_QOS_COST || rqos->id == RQ_QOS_LATENCY)
-			return true;
+	if (test_bit(QUEUE_FLAG_RQ_ALLOC_TIME, &q->queue_flags) ||
+	    test_bit(QUEUE_FLAG_BIO_ISSUE_TIME, &q->queue_flags))
+		return true;
 	if (q->elevator && !strcmp(q->elevator->type->elevator_name, "bfq"))
 		return true;
 	return req->ns->file && nvmet_cgroup_queue_has_throttle(q);
@@ -170,14 +173,14 @@ static bool nvmet_cgroup_queue_may_sleep(const struct nvmet_req *req,
  * - @q is a blk-mq queue: a bio-based driver (dm, md, multipath) may pass the
  *   bio on to queues this check does not see;
  * - and nothing on @q can sleep the caller for the cgroup (see above).
- * The check cannot be held across the submission: a freeze that adds a
+ * The check cannot be held across the submission: a freeze that enables a
  * policy waits for our usage reference, and the submission would wait for
  * the freeze.  So commands that passed the check before such a freeze (one
- * per transport context at most) meet a freshly initialised policy:
- * iolatency starts disabled or at an unlimited depth, iocost grants a new
- * cgroup half a period of budget scaled by its weight.  They usually do not
- * sleep, though a large command of a low-weight cgroup can; every command
- * checked after the freeze goes to the execution context.
+ * per transport context at most) meet a freshly enabled policy: iolatency
+ * starts at an unlimited depth, iocost grants a cgroup it activates half a
+ * period of budget scaled by its weight.  They usually do not sleep, though
+ * a large command of a low-weight cgroup can; every command checked after
+ * the freeze goes to the execution context.
  */
 bool nvmet_cgroup_req_may_run_inline(const struct nvmet_req *req,
 				     struct request_queue *q)

@@ -13,11 +13,12 @@
 //! one queue, so no kernel thread is created per namespace.
 //!
 //! The fast path skips the lane while nothing can sleep the transport: a read
-//! or write whose device has no io.cost, io.latency or bfq (io.max queues a
-//! bdev namespace's throttled bios instead of sleeping) runs in the
-//! transport's own thread, associated and under `memalloc_noio` just as in a
-//! lane.  The check is made per command, so enabling such a policy later
-//! moves the namespace's next commands to its lanes.
+//! or write whose device has neither io.cost nor io.latency enabled and no
+//! bfq (io.max queues a bdev namespace's throttled bios instead of sleeping)
+//! runs in the transport's own thread, associated and under `memalloc_noio`
+//! just as in a lane.  The check is made per command, so enabling such a
+//! policy later moves the namespace's next commands to its lanes, and
+//! turning it off brings them back.
 
 use crate::{
     cgroup::{BlkcgAssociation, CgroupRef, NoIo},

@@ -78,7 +78,8 @@ impl Ns {
     }
 }
 
-/// The block queue whose rq-qos policies act on a namespace's bios.
+/// The block queue whose policies (io.cost, io.latency, bfq, io.max) act on a
+/// namespace's bios.
 ///
 /// # Invariants
 ///
@@ -136,8 +137,9 @@ impl Req {
     /// Whether the command may run in the caller's (the transport's) thread:
     /// it is a read or write, the caller is a kernel thread, and no policy
     /// on `queue` can put the caller to sleep for the cgroup's sake
-    /// (io.cost, io.latency, bfq; io.max for a file namespace).  Checked per command, so a policy enabled
-    /// later takes effect from the next command on.
+    /// (io.cost or io.latency enabled, bfq; io.max for a file namespace).
+    /// Checked per command, so a policy enabled or turned off later takes
+    /// effect from the next command on.
     pub(crate) fn may_run_inline(&self, queue: &BackingQueue) -> bool {
         let q = queue.ptr.map_or(core::ptr::null_mut(), NonNull::as_ptr);
         // SAFETY: By the type invariants of `Req` and `BackingQueue`: the

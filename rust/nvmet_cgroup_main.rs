@@ -27,7 +27,7 @@ module! {
     params: {
         fast_path: bool {
             default: true,
-            description: "Run reads and writes in the transport's thread while their device has no io.cost or io.latency, which could sleep it (0: always use the execution context)",
+            description: "Run reads and writes in the transport's thread while their device has no policy that could sleep it: io.cost or io.latency enabled, bfq, io.max for files (0: always use the execution context)",
         },
         inline_assoc: bool {
             default: false,

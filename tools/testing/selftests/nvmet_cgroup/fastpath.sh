@@ -4,7 +4,8 @@
 # can sleep the transport, its reads and writes run in the transport's thread
 # and are still charged; Flush of a file namespace still goes to the
 # execution context; enabling io.cost on a device under live namespaces
-# moves that device's namespace, and only it, to the execution context.
+# moves that device's namespace, and only it, to the execution context, and
+# turning it off again moves the namespace back.
 # (io.latency and io.max: fastpath_policies.sh, in the other boot.)
 cd "$(dirname "$0")" || exit 1
 . ./ktap.sh
@@ -55,14 +56,22 @@ iocost_enabled_later_moves_to_the_context() {
 	fp_expect "$NQN" 2 inline "file on nullb1, io.cost on nullb0"
 }
 
+# io.cost turned off again: it stays registered on nullb0 but no longer
+# throttles, so namespace 1 is back in the transport's thread
+iocost_disabled_again_runs_inline() {
+	echo "$(devnum /dev/nullb0) enable=0" > "$CG/io.cost.qos" || return
+	fp_expect "$NQN" 1 inline "bdev, io.cost turned off on nullb0"
+}
+
 teardown() {
 	echo "$(devnum /dev/nullb0) enable=0" > "$CG/io.cost.qos" && fp_teardown "$NQN"
 }
 
-ktap_begin 5
+ktap_begin 6
 ktap_step "setup" fp_setup "$NQN"
 ktap_step "no_policy_runs_inline_and_charges" no_policy_runs_inline_and_charges
 ktap_step "flush_of_file_goes_to_the_context" flush_of_file_goes_to_the_context
 ktap_step "iocost_enabled_later_moves_to_the_context" iocost_enabled_later_moves_to_the_context
+ktap_step "iocost_disabled_again_runs_inline" iocost_disabled_again_runs_inline
 ktap_step "teardown" teardown
 ktap_end

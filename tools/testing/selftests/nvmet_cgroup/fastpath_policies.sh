@@ -4,7 +4,8 @@
 # are live: io.max keeps a bdev namespace in the transport's thread
 # (blk-throttle queues bios, it does not sleep the submitter) but moves a
 # file namespace to the execution context (ext4 may wait for a throttled bio
-# in the caller); io.latency moves the namespaces on its device.
+# in the caller); io.latency moves the namespaces on its device, and back
+# once its last target is removed.
 cd "$(dirname "$0")" || exit 1
 . ./ktap.sh
 . ./nvmet_lib.sh
@@ -30,9 +31,18 @@ iolatency_moves_bdev_to_the_context() {
 	fp_expect "$NQN" 1 context "bdev, io.latency on nullb0"
 }
 
-ktap_begin 4
+# the latency target removed: iolatency stops throttling once its enable
+# work has run (queued by the write), and namespace 1 is back inline
+iolatency_removed_runs_inline() {
+	echo "$(devnum /dev/nullb0) target=max" > "$CG/fastpath/bdev/io.latency" || return
+	sleep 1
+	fp_expect "$NQN" 1 inline "bdev, io.latency target removed on nullb0"
+}
+
+ktap_begin 5
 ktap_step "setup" fp_setup "$NQN"
 ktap_step "iomax_keeps_bdev_inline_moves_file" iomax_keeps_bdev_inline_moves_file
 ktap_step "iolatency_moves_bdev_to_the_context" iolatency_moves_bdev_to_the_context
+ktap_step "iolatency_removed_runs_inline" iolatency_removed_runs_inline
 ktap_step "teardown" fp_teardown "$NQN"
 ktap_end
