@@ -7,6 +7,7 @@ r<round>_<config>_<transport>_<backend>_<workload>.json), prints a Markdown
 table and writes summary.json, summary.md and chart.png next to it.
 """
 import json
+import math
 import os
 import re
 import statistics
@@ -17,6 +18,53 @@ CONFIGS = {"A": "stock nvmet", "B": "module, cgroup_id unset",
            "C": "cgroup_id set", "D": "cgroup_id set + io.cost",
            "L": "cgroup_id set, fast_path=0", "R": "cgroup_id = root cgroup"}
 ORDER = "ABCDLR"
+# Two-sided 95 % Student t quantiles by degrees of freedom (1.96 beyond).
+T95 = [0, 12.71, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+       2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+       2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def pooled(ratios):
+    """Geometric mean of paired ratios and its 95 % confidence interval."""
+    logs = [math.log(r) for r in ratios if r > 0]
+    n = len(logs)
+    if n < 2:
+        return None
+    mean = statistics.mean(logs)
+    half = (T95[n - 1] if n - 1 < len(T95) else 1.96) * statistics.stdev(logs) / math.sqrt(n)
+    return {"n": n, "gmean": math.exp(mean), "lo": math.exp(mean - half), "hi": math.exp(mean + half)}
+
+
+def pooled_targets(rows):
+    """Each target on the ratios of every path and round, paired with A's
+    job of the same round: a per-command cost shows on every path, while
+    the emulation's drift between rounds and paths averages out."""
+    rw = ("randread", "randwrite")
+    out = []
+    for text, cfg, key, wl, limit, want_min in (
+            ("B IOPS >= 0.99 x A", "B", "iops", rw, 0.99, True),
+            ("B p99 <= 1.05 x A", "B", "p99_us", rw, 1.05, False),
+            ("C IOPS >= 0.97 x A", "C", "iops", rw, 0.97, True),
+            ("C p99 <= 1.10 x A", "C", "p99_us", rw, 1.10, False),
+            ("D IOPS >= 0.90 x A", "D", "iops", rw, 0.90, True),
+            ("qd1 C mean <= 1.2 x A", "C", "mean_us", ("qd1",), 1.2, False),
+            ("qd1 C p99 <= 1.2 x A", "C", "p99_us", ("qd1",), 1.2, False),
+            ("qd1 D mean <= 2 x A", "D", "mean_us", ("qd1",), 2.0, False),
+            ("qd1 D p99 <= 2 x A", "D", "p99_us", ("qd1",), 2.0, False)):
+        ratios = [x for r in rows if r["workload"] in wl
+                  for x in r["configs"].get(cfg, {}).get("paired", {}).get(key, [])]
+        p = pooled(ratios)
+        if not p:
+            continue
+        good = (lambda v: v >= limit) if want_min else (lambda v: v <= limit)
+        if good(p["lo"]) and good(p["hi"]):
+            verdict = "met"
+        elif not good(p["lo"]) and not good(p["hi"]):
+            verdict = "missed"
+        else:
+            verdict = "unresolved (interval spans the limit)"
+        out.append((text, p["n"], p["gmean"], p["lo"], p["hi"], verdict))
+    return out
 
 
 def job_stats(path, workload):
@@ -81,6 +129,7 @@ def main(raw, out):
             st = job_stats(os.path.join(raw, name), workload)
         except (ValueError, KeyError, IndexError, OSError):
             continue
+        st["round"] = int(rnd)
         runs.setdefault((transport, backend, workload), {}).setdefault(cfg, []).append(st)
 
     rows = []
@@ -105,6 +154,12 @@ def main(raw, out):
                 m["mean_vs_A"] = m["mean_us"] / base["mean_us"]
             if base and base["p99_us"]:
                 m["p99_vs_A"] = m["p99_us"] / base["p99_us"]
+            if base and cfg != "A":
+                # Each round's job against A's job of the same round.
+                a_by_round = {s["round"]: s for s in by_cfg["A"]}
+                m["paired"] = {k: [s[k] / a_by_round[s["round"]][k] for s in by_cfg[cfg]
+                                   if s["round"] in a_by_round and a_by_round[s["round"]][k]]
+                               for k in ("iops", "mean_us", "p99_us")}
             if base:
                 b, bb = m["best"], base["best"]
                 m["best_vs_A"] = {k: (b[k] / bb[k] if bb[k] else 0) for k in ("iops", "mean_us", "p99_us")}
@@ -187,6 +242,17 @@ def main(raw, out):
         if "C" in paths and (paths["C"][1] or paths["C"][3]):
             print("WARNING: configuration C did not run on the fast path", file=sys.stderr)
 
+    ptargets = pooled_targets(rows)
+    if ptargets:
+        lines = ["| target | paired ratios | geometric mean | 95 % interval | verdict |",
+                 "| --- | ---: | ---: | ---: | --- |"]
+        lines += ["| {} | {} | {:.3f} | {:.3f} - {:.3f} | {} |".format(*t) for t in ptargets]
+        lines.append("")
+        lines.append("Pooled over every path (transport x backend x workload) and round: each job's ratio to A's "
+                     "job of the same round; verdict \"met\" only when the whole interval meets the target.")
+        print("\n" + "\n".join(lines))
+        report.append("\n".join(lines))
+
     targets = check_targets(rows, iso)
     if targets:
         lines = ["| target | worst case | value | met |", "| --- | --- | ---: | --- |"]
@@ -196,7 +262,8 @@ def main(raw, out):
 
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "summary.json"), "w") as f:
-        json.dump({"raw": raw, "rows": rows, "isolation": iso, "scale": scale_rows, "paths": paths}, f, indent=1)
+        json.dump({"raw": raw, "rows": rows, "isolation": iso, "scale": scale_rows, "paths": paths,
+                   "pooled_targets": [dict(zip(("target", "n", "gmean", "lo", "hi", "verdict"), t)) for t in ptargets]}, f, indent=1)
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write("\n\n".join(report) + "\n")
 
