@@ -115,13 +115,11 @@ job() {	# NAME DEV fio-args...
 # A policy left enabled on a device, say, would silently turn C into L.
 # The probe exists only while counting (and the module is loaded); text is
 # patched only between jobs (see fastpath_lib.sh).
-PROBE='p:nvmet_cgroup_test/run nvmet_cgroup:nvmet_cgroup_req_run own_ctx=$arg2:u8'
-echo 0 > "$TRACE/options/record-cmd" && echo 0 > /proc/sys/debug/kprobes-optimization ||
-	die "tracing options"
+fp_tracing_options || die "tracing options"
 paths() {	# CONFIG
 	local ns dev runs line=$1
 	lsmod | grep -q '^nvmet_cgroup ' || return 0
-	echo "$PROBE" >> "$TRACE/kprobe_events" || die "kprobe"
+	echo "$FP_PROBE" >> "$TRACE/kprobe_events" || die "kprobe"
 	for ns in 1 2; do
 		dev=$(host_dev nqn.bench.loop $ns) || die "device loop $ns"
 		runs=$(fp_runs fio --name=paths --filename="$dev" --direct=1 --ioengine=libaio \

@@ -9,6 +9,20 @@ FP_MNT=/mnt/fastpath
 TRACE=/sys/kernel/debug/tracing
 FP_EVENT=$TRACE/events/nvmet_cgroup_test/run
 FP_N=1024
+# own_ctx=0: the transport's thread (the fast path); 1: the execution context
+FP_PROBE='p:nvmet_cgroup_test/run nvmet_cgroup:nvmet_cgroup_req_run own_ctx=$arg2:u8'
+
+# Patch as little kernel text as possible, and never while commands run:
+# under multi-threaded TCG, code patched while another vCPU runs it can hit
+# the int3 of text_poke_bp (seen as "Oops: int3" in __schedule when event
+# tracing registered its sched_switch probe to record command names).  So no
+# command-name recording, no kprobe optimization (a jump patched in later,
+# under I/O), and the probe is armed and disarmed only between jobs
+# (fp_runs).
+fp_tracing_options() {
+	echo 0 > "$TRACE/options/record-cmd" &&
+	echo 0 > /proc/sys/debug/kprobes-optimization
+}
 
 fp_setup() {	# NQN
 	modprobe nvmet_cgroup && nullb_create nullb0 256 && nullb_create nullb1 256 &&
@@ -18,18 +32,9 @@ fp_setup() {	# NQN
 	subsys_create "$1" &&
 	ns_create "$1" 1 /dev/nullb0 cgroup_id="$(cg_id fastpath/bdev)" &&
 	ns_create "$1" 2 "$FP_MNT/ns.img" cgroup_id="$(cg_id fastpath/file)" &&
-	port_create 1 loop && port_add_subsys 1 "$1" && host_connect loop "$1" || return
-	# Patch as little kernel text as possible, and never while commands
-	# run: under multi-threaded TCG, code patched while another vCPU runs
-	# it can hit the int3 of text_poke_bp (seen as "Oops: int3" in
-	# __schedule when event tracing registered its sched_switch probe to
-	# record command names).  So no command-name recording, no kprobe
-	# optimization (a jump patched in later, under I/O), and the probe is
-	# armed and disarmed only between jobs (fp_runs).
-	echo 0 > "$TRACE/options/record-cmd" &&
-	echo 0 > /proc/sys/debug/kprobes-optimization || return
-	echo 'p:nvmet_cgroup_test/run nvmet_cgroup:nvmet_cgroup_req_run own_ctx=$arg2:u8' \
-		>> "$TRACE/kprobe_events" || fail "cannot add the kprobe" || return
+	port_create 1 loop && port_add_subsys 1 "$1" && host_connect loop "$1" &&
+	fp_tracing_options || return
+	echo "$FP_PROBE" >> "$TRACE/kprobe_events" || fail "cannot add the kprobe" || return
 	echo 8192 > "$TRACE/buffer_size_kb"
 }
 

@@ -32,10 +32,14 @@ iolatency_moves_bdev_to_the_context() {
 }
 
 # the latency target removed: iolatency stops throttling once its enable
-# work has run (queued by the write), and namespace 1 is back inline
+# work (queued by the write) has cleared the queue's BIO_ISSUE_TIME flag,
+# and namespace 1 is back inline
 iolatency_removed_runs_inline() {
+	local state=/sys/kernel/debug/block/nullb0/state
+	grep -q BIO_ISSUE_TIME "$state" || fail "no BIO_ISSUE_TIME in $state: $(cat "$state")" || return
 	echo "$(devnum /dev/nullb0) target=max" > "$CG/fastpath/bdev/io.latency" || return
-	sleep 1
+	wait_for 10 eval "! grep -q BIO_ISSUE_TIME $state" ||
+		fail "io.latency still enabled on nullb0: $(cat "$state")" || return
 	fp_expect "$NQN" 1 inline "bdev, io.latency target removed on nullb0"
 }
 
