@@ -23,6 +23,20 @@ T95 = [0, 12.71, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
        2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
        2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
 
+# The issue's targets: (text, configuration, metric, workloads, limit,
+# whether the limit is a minimum).  Metrics are job_stats() keys.
+RW = ("randread", "randwrite")
+TARGETS = (
+    ("B IOPS >= 0.99 x A", "B", "iops", RW, 0.99, True),
+    ("B p99 <= 1.05 x A", "B", "p99_us", RW, 1.05, False),
+    ("C IOPS >= 0.97 x A", "C", "iops", RW, 0.97, True),
+    ("C p99 <= 1.10 x A", "C", "p99_us", RW, 1.10, False),
+    ("D IOPS >= 0.90 x A", "D", "iops", RW, 0.90, True),
+    ("qd1 C mean <= 1.2 x A", "C", "mean_us", ("qd1",), 1.2, False),
+    ("qd1 C p99 <= 1.2 x A", "C", "p99_us", ("qd1",), 1.2, False),
+    ("qd1 D mean <= 2 x A", "D", "mean_us", ("qd1",), 2.0, False),
+    ("qd1 D p99 <= 2 x A", "D", "p99_us", ("qd1",), 2.0, False))
+VS_A = {"iops": "iops_vs_A", "mean_us": "mean_vs_A", "p99_us": "p99_vs_A"}
 
 def pooled(ratios):
     """Geometric mean of paired ratios and its 95 % confidence interval."""
@@ -39,18 +53,8 @@ def pooled_targets(rows):
     """Each target on the ratios of every path and round, paired with A's
     job of the same round: a per-command cost shows on every path, while
     the emulation's drift between rounds and paths averages out."""
-    rw = ("randread", "randwrite")
     out = []
-    for text, cfg, key, wl, limit, want_min in (
-            ("B IOPS >= 0.99 x A", "B", "iops", rw, 0.99, True),
-            ("B p99 <= 1.05 x A", "B", "p99_us", rw, 1.05, False),
-            ("C IOPS >= 0.97 x A", "C", "iops", rw, 0.97, True),
-            ("C p99 <= 1.10 x A", "C", "p99_us", rw, 1.10, False),
-            ("D IOPS >= 0.90 x A", "D", "iops", rw, 0.90, True),
-            ("qd1 C mean <= 1.2 x A", "C", "mean_us", ("qd1",), 1.2, False),
-            ("qd1 C p99 <= 1.2 x A", "C", "p99_us", ("qd1",), 1.2, False),
-            ("qd1 D mean <= 2 x A", "D", "mean_us", ("qd1",), 2.0, False),
-            ("qd1 D p99 <= 2 x A", "D", "p99_us", ("qd1",), 2.0, False)):
+    for text, cfg, key, wl, limit, want_min in TARGETS:
         ratios = [x for r in rows if r["workload"] in wl
                   for x in r["configs"].get(cfg, {}).get("paired", {}).get(key, [])]
         p = pooled(ratios)
@@ -88,22 +92,11 @@ def check_targets(rows, iso):
             return None
         return (min if want_min else max)(vals)
 
-    rw = ("randread", "randwrite")
-    for text, cfg, key, wl, limit, want_min in (
-            ("B IOPS >= 0.99 x A", "B", "iops_vs_A", rw, 0.99, True),
-            ("B p99 <= 1.05 x A", "B", "p99_vs_A", rw, 1.05, False),
-            ("C IOPS >= 0.97 x A", "C", "iops_vs_A", rw, 0.97, True),
-            ("C p99 <= 1.10 x A", "C", "p99_vs_A", rw, 1.10, False),
-            ("D IOPS >= 0.90 x A", "D", "iops_vs_A", rw, 0.90, True),
-            ("qd1 C mean <= 1.2 x A", "C", "mean_vs_A", ("qd1",), 1.2, False),
-            ("qd1 C p99 <= 1.2 x A", "C", "p99_vs_A", ("qd1",), 1.2, False),
-            ("qd1 D mean <= 2 x A", "D", "mean_vs_A", ("qd1",), 2.0, False),
-            ("qd1 D p99 <= 2 x A", "D", "p99_vs_A", ("qd1",), 2.0, False)):
-        w = worst(cfg, key, wl, want_min)
+    for text, cfg, key, wl, limit, want_min in TARGETS:
+        w = worst(cfg, VS_A[key], wl, want_min)
         if w:
             out.append((text, w[1], w[0], "yes" if (w[0] >= limit if want_min else w[0] <= limit) else "no"))
-        bkey = {"iops_vs_A": "iops", "mean_vs_A": "mean_us", "p99_vs_A": "p99_us"}[key]
-        vals = [(r["configs"][cfg]["best_vs_A"][bkey], "%s %s %s" % (r["transport"], r["backend"], r["workload"]))
+        vals = [(r["configs"][cfg]["best_vs_A"][key], "%s %s %s" % (r["transport"], r["backend"], r["workload"]))
                 for r in rows if r["workload"] in wl and "best_vs_A" in r["configs"].get(cfg, {})]
         if vals:
             w = (min if want_min else max)(vals)
