@@ -12,6 +12,8 @@
 #   R  as C, with the root cgroup's ID: the same association work, but the
 #      block layer charges the root (BENCH_CONFIGS="A C R" to separate the
 #      cost of the execution path from that of charging a child cgroup)
+#   BENCH_ISOLATION=0 and BENCH_SCALE=0 skip the isolation run and the
+#   kernel-task and slab count.
 set -uo pipefail
 cd "$(dirname "$0")/../tools/testing/selftests/nvmet_cgroup" || exit 1
 . ./nvmet_lib.sh
@@ -22,7 +24,7 @@ OUT=${BENCH_OUT:?}
 ROUNDS=${BENCH_ROUNDS:-3}
 RUNTIME=${BENCH_RUNTIME:-20}
 RAMP=${BENCH_RAMP:-5}
-CONFIGS=${BENCH_CONFIGS:-A B C D L}
+CONFIGS=${BENCH_CONFIGS-A B C D L}
 TRANSPORTS=${BENCH_TRANSPORTS:-loop tcp}
 MNT=/mnt/bench
 mkdir -p "$OUT"
@@ -34,15 +36,24 @@ JOB_PRIO=
 # and an ext4-file namespace (2) on the same backing devices.  ext4 sits on
 # a second null_blk (blk-mq), so that io.cost (configuration D) applies to
 # the file namespace too: brd is bio-based and refuses io.cost.
+# With BENCH_CONFIGS or BENCH_TRANSPORTS empty (scripts/bench's isolation
+# boot), there are no such subsystems and no rounds.
+[ -n "$CONFIGS" ] || TRANSPORTS=
 modprobe nvmet_cgroup || die "modprobe nvmet_cgroup"
 nullb_create nullb0 1024 || die "null_blk"
-nullb_create nullb1 1200 || die "null_blk for ext4"
-mkfs.ext4 -q -F -b 4096 /dev/nullb1 && mkdir -p "$MNT" && mount -o noatime /dev/nullb1 "$MNT" &&
-	fallocate -l 1G "$MNT/ns.img" || die "file backing"
-# Write every block once: random writes to unwritten extents convert them
-# (journal work), which made the first rounds of ext4 randwrite far slower
-# than the later ones.
-dd if=/dev/zero of="$MNT/ns.img" bs=1M count=1024 oflag=direct conv=notrunc status=none || die "file prefill"
+if [ -n "$TRANSPORTS" ]; then
+	nullb_create nullb1 1200 || die "null_blk for ext4"
+	# memory_backed null_blk allocates a page on a sector's first write:
+	# write the bdev namespace's device once, or the first rounds'
+	# randwrite pay it.
+	dd if=/dev/zero of=/dev/nullb0 bs=1M count=1024 oflag=direct status=none || die "null_blk prefill"
+	mkfs.ext4 -q -F -b 4096 /dev/nullb1 && mkdir -p "$MNT" && mount -o noatime /dev/nullb1 "$MNT" &&
+		fallocate -l 1G "$MNT/ns.img" || die "file backing"
+	# Write every block once: random writes to unwritten extents convert
+	# them (journal work), which made the first rounds of ext4 randwrite
+	# far slower than the later ones.
+	dd if=/dev/zero of="$MNT/ns.img" bs=1M count=1024 oflag=direct conv=notrunc status=none || die "file prefill"
+fi
 cg_create bench || die "cgroup"
 for t in $TRANSPORTS; do
 	subsys_create "nqn.bench.$t" &&
@@ -99,11 +110,17 @@ configure() {	# CONFIG
 	done
 }
 
+# Each fio job runs on its own CPU (numjobs=2: one per CPU; one job: CPU 0),
+# so that the scheduler's placement does not change from job to job.
+# Latency is fio's total latency, submission to completion (lat): nvme-tcp
+# may send a command and even complete it inside io_submit, so completion
+# latency (clat) alone can miss nearly all of it.
 job() {	# NAME DEV fio-args...
 	local name=$1 dev=$2
 	shift 2
 	# shellcheck disable=SC2086 # JOB_PRIO is a command prefix or empty
 	$JOB_PRIO fio --name="$name" --filename="$dev" --direct=1 --ioengine=libaio --bs=4k \
+		--cpus_allowed=0-1 --cpus_allowed_policy=split --lat_percentiles=1 \
 		--time_based --runtime="$RUNTIME" --ramp_time="$RAMP" --group_reporting \
 		--output-format=json --output="$OUT/$name.json" "$@" >/dev/null 2>&1 ||
 		echo "bench: fio $name failed" >&2
@@ -215,6 +232,8 @@ if [ "${BENCH_ISOLATION:-1}" = 1 ]; then
 	subsys_destroy nqn.bench.iso
 fi
 
+[ "${BENCH_SCALE:-1}" = 1 ] || { port_destroy 1; port_destroy 2; echo "bench: done"; exit 0; }
+
 # Kernel threads and slab per namespace with cgroup_id set: 1, 16, 128.
 tasks() { ls /proc | grep -c '^[0-9]'; }
 slab() { awk '/^Slab:/ {print $2}' /proc/meminfo; }
@@ -236,7 +255,8 @@ for target in 1 16 128; do
 	echo "$n,$t,$((t - base_threads)),$s,$((s - base_slab))" >> "$OUT/scale.csv"
 done
 subsys_destroy nqn.bench.scale
-for t in $TRANSPORTS; do subsys_destroy "nqn.bench.$t"; done
+# The ports link the subsystems: unlink them first.
 port_destroy 1; port_destroy 2
-umount "$MNT"
+for t in $TRANSPORTS; do subsys_destroy "nqn.bench.$t"; done
+[ -z "$TRANSPORTS" ] || umount "$MNT"
 echo "bench: done"

@@ -75,7 +75,11 @@ def job_stats(path, workload):
     with open(path) as f:
         data = json.load(f)
     side = data["jobs"][0]["write" if workload == "randwrite" else "read"]
-    lat = side.get("clat_ns", {})
+    # Total latency (submission to completion) where the run recorded its
+    # percentiles (--lat_percentiles=1); completion latency in older runs.
+    lat = side.get("lat_ns", {})
+    if "percentile" not in lat:
+        lat = side.get("clat_ns", {})
     return {"iops": side["iops"],
             "mean_us": lat.get("mean", 0) / 1000,
             "p99_us": lat.get("percentile", {}).get("99.000000", 0) / 1000}
@@ -171,8 +175,14 @@ def main(raw, out):
                 m["iops_spread_pct"],
                 "%.2f / %.2f / %.2f" % (bv["iops"], bv["mean_us"], bv["p99_us"]) if bv else "-"))
     table = "\n".join(lines)
-    print(table)
-    report = [table]
+    # scripts/bench writes which clock timed which part.
+    clock = "wall"
+    if os.path.exists(os.path.join(raw, "clock")):
+        with open(os.path.join(raw, "clock")) as f:
+            clock = f.read().strip()
+    clock = "Clock: " + clock + " (icount: guest time counts executed instructions; wall: the host's time)."
+    print(clock + "\n\n" + table)
+    report = [clock, table]
 
     iso = {}
     for mode in ("module", "inline"):
@@ -255,7 +265,7 @@ def main(raw, out):
 
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "summary.json"), "w") as f:
-        json.dump({"raw": raw, "rows": rows, "isolation": iso, "scale": scale_rows, "paths": paths,
+        json.dump({"raw": raw, "clock": clock, "rows": rows, "isolation": iso, "scale": scale_rows, "paths": paths,
                    "pooled_targets": [dict(zip(("target", "n", "gmean", "lo", "hi", "verdict"), t)) for t in ptargets]}, f, indent=1)
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write("\n\n".join(report) + "\n")
