@@ -229,32 +229,33 @@ if [ "${BENCH_ISOLATION:-1}" = 1 ]; then
 		isolation $mode
 	done
 	echo "$d enable=0" > "$CG/io.cost.qos"
+	rm "$NVMET_CFS/ports/2/subsystems/nqn.bench.iso"	# the port's link first
 	subsys_destroy nqn.bench.iso
 fi
 
-[ "${BENCH_SCALE:-1}" = 1 ] || { port_destroy 1; port_destroy 2; echo "bench: done"; exit 0; }
-
-# Kernel threads and slab per namespace with cgroup_id set: 1, 16, 128.
-tasks() { ls /proc | grep -c '^[0-9]'; }
-slab() { awk '/^Slab:/ {print $2}' /proc/meminfo; }
-modprobe nvmet_cgroup
-base_threads=$(tasks)
-base_slab=$(slab)
-subsys_create nqn.bench.scale
-echo "namespaces,tasks,task_delta,slab_kib,slab_delta_kib" > "$OUT/scale.csv"
-echo "0,$base_threads,0,$base_slab,0" >> "$OUT/scale.csv"
-n=0
-for target in 1 16 128; do
-	while [ $n -lt $target ]; do
-		n=$((n + 1))
-		ns_create nqn.bench.scale $n /dev/nullb0 cgroup_id="$(cg_id bench)" || die "scale ns $n"
+if [ "${BENCH_SCALE:-1}" = 1 ]; then
+	# Kernel threads and slab per namespace with cgroup_id set: 1, 16, 128.
+	tasks() { ls /proc | grep -c '^[0-9]'; }
+	slab() { awk '/^Slab:/ {print $2}' /proc/meminfo; }
+	modprobe nvmet_cgroup
+	base_threads=$(tasks)
+	base_slab=$(slab)
+	subsys_create nqn.bench.scale
+	echo "namespaces,tasks,task_delta,slab_kib,slab_delta_kib" > "$OUT/scale.csv"
+	echo "0,$base_threads,0,$base_slab,0" >> "$OUT/scale.csv"
+	n=0
+	for target in 1 16 128; do
+		while [ $n -lt $target ]; do
+			n=$((n + 1))
+			ns_create nqn.bench.scale $n /dev/nullb0 cgroup_id="$(cg_id bench)" || die "scale ns $n"
+		done
+		sleep 1
+		t=$(tasks)
+		s=$(slab)
+		echo "$n,$t,$((t - base_threads)),$s,$((s - base_slab))" >> "$OUT/scale.csv"
 	done
-	sleep 1
-	t=$(tasks)
-	s=$(slab)
-	echo "$n,$t,$((t - base_threads)),$s,$((s - base_slab))" >> "$OUT/scale.csv"
-done
-subsys_destroy nqn.bench.scale
+	subsys_destroy nqn.bench.scale
+fi
 # The ports link the subsystems: unlink them first.
 port_destroy 1; port_destroy 2
 for t in $TRANSPORTS; do subsys_destroy "nqn.bench.$t"; done
