@@ -104,7 +104,8 @@ configure() {	# CONFIG
 	[ "$1" = D ] && iocost on
 	for t in $TRANSPORTS; do
 		for ns in 1 2; do
-			[ "$1" = A ] || echo "$id" > "$NVMET_CFS/subsystems/nqn.bench.$t/namespaces/$ns/cgroup_id" || die "cgroup_id"
+			# nvmet keeps cgroup_id across module reloads: A and B clear it
+			echo "$id" > "$NVMET_CFS/subsystems/nqn.bench.$t/namespaces/$ns/cgroup_id" || die "cgroup_id"
 			echo 1 > "$NVMET_CFS/subsystems/nqn.bench.$t/namespaces/$ns/enable" || die "enable"
 		done
 	done

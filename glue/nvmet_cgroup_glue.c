@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * C glue between nvmet's private header and the Rust module: the extension's
- * ops table, accessors for the few nvmet fields the module reads, and
- * wrappers for static inline kernel helpers that Rust cannot call.
+ * ops table, accessors for the few nvmet fields the module reads, the facts
+ * the fast path decides from, and wrappers for static inline kernel helpers
+ * and macros that Rust cannot call.  Exported kernel functions are called
+ * from Rust through the kernel crate's bindings, not from here.
  */
 #include <linux/cgroup.h>
-#include <linux/kthread.h>
 #include <linux/llist.h>
+#include <linux/major.h>
 #include <linux/sched/mm.h>
 #include <linux/workqueue.h>
 #include "nvmet.h"
@@ -18,21 +20,10 @@ static void nvmet_cgroup_execute(struct nvmet_req *req)
 	nvmet_cgroup_rs_execute(req, req->ns->exec_ctx);
 }
 
-static const struct nvmet_exec_ext_ns_attr nvmet_cgroup_ns_attrs[] = {
-	{
-		.name	= "cgroup_id",
-		.show	= nvmet_cgroup_rs_id_show,
-		.store	= nvmet_cgroup_rs_id_store,
-	},
-};
-
 static const struct nvmet_exec_ext_ops nvmet_cgroup_ops = {
 	.owner		= THIS_MODULE,
-	.ns_attrs	= nvmet_cgroup_ns_attrs,
-	.nr_ns_attrs	= ARRAY_SIZE(nvmet_cgroup_ns_attrs),
 	.ns_enable	= nvmet_cgroup_rs_ns_enable,
 	.ns_disable	= nvmet_cgroup_rs_ns_disable,
-	.ns_free	= nvmet_cgroup_rs_ns_free,
 	.execute	= nvmet_cgroup_execute,
 };
 
@@ -46,9 +37,9 @@ void nvmet_cgroup_unregister(void)
 	nvmet_unregister_exec_ext(&nvmet_cgroup_ops);
 }
 
-bool nvmet_cgroup_ns_enabled(const struct nvmet_ns *ns)
+u64 nvmet_cgroup_ns_cgroup_id(const struct nvmet_ns *ns)
 {
-	return ns->enabled;
+	return nvmet_ns_cgroup_id(ns);
 }
 
 bool nvmet_cgroup_ns_buffered_io(const struct nvmet_ns *ns)
@@ -98,11 +89,25 @@ static bool nvmet_cgroup_single_bdev_fs(const struct super_block *sb)
 }
 
 /*
+ * blk-mq drivers that pass each request on to other block devices from
+ * their own threads: loop, and request-based device-mapper (multipath),
+ * which names its disks "dm-N".  A policy on a device below one of them
+ * holds its requests, and the submitter then waits for a tag, or under a
+ * filesystem for a metadata read or a forced-wait direct write: the fast
+ * path cannot see that.  (Bio-based stacking drivers fail queue_is_mq().)
+ */
+static bool nvmet_cgroup_stacking_disk(const struct gendisk *disk)
+{
+	return disk->major == LOOP_MAJOR || !strncmp(disk->disk_name, "dm-", 3);
+}
+
+/*
  * The queue whose policies act on the namespace's bios: the block device's,
- * or that of the device under the file's filesystem.  It lives as long as
- * the namespace holds the device or file open, i.e. while it is enabled.
+ * or that of the device under the file's filesystem; the namespace holds
+ * either open while it is enabled, and the caller takes its own reference.
  * NULL if the fast path cannot know (the commands then always go to the
- * execution context).
+ * execution context): a filesystem that may put data elsewhere, or a
+ * stacking driver.
  */
 struct request_queue *nvmet_cgroup_ns_queue(const struct nvmet_ns *ns)
 {
@@ -114,90 +119,46 @@ struct request_queue *nvmet_cgroup_ns_queue(const struct nvmet_ns *ns)
 		if (nvmet_cgroup_single_bdev_fs(sb))
 			bdev = sb->s_bdev;
 	}
-	return bdev ? bdev_get_queue(bdev) : NULL;
-}
-
-/* Whether io.max was ever configured on @q (blk-throttle stays set up). */
-static bool nvmet_cgroup_queue_has_throttle(struct request_queue *q)
-{
-#ifdef CONFIG_BLK_DEV_THROTTLING
-	return READ_ONCE(q->td);
-#else
-	return false;
-#endif
+	if (!bdev || nvmet_cgroup_stacking_disk(bdev->bd_disk))
+		return NULL;
+	return bdev_get_queue(bdev);
 }
 
 /*
- * Whether a policy on @q can put a thread that submits @req's bios to sleep
- * for the cgroup's sake:
- * - io.cost and io.latency, while enabled: their rq-qos ->throttle sleeps a
- *   submitter over its cgroup's budget.  Both stay registered on the queue
- *   once configured, even when turned off again, so their presence says
- *   little; what they throttle on is a private switch (ioc->enabled,
- *   blkiolat->enabled).  Each flips a queue flag of its own together with
- *   that switch, under the same freeze: iocost sets QUEUE_FLAG_RQ_ALLOC_TIME
- *   when enabled, iolatency QUEUE_FLAG_BIO_ISSUE_TIME while any cgroup has
- *   a latency target, and nothing else sets either.  Should another user
- *   appear, the check only gets more conservative.
- * - bfq: it limits the tag depth of a low-weight cgroup's writes, and the
- *   submitter then waits for a tag;
- * - io.max, for a file only: blk-throttle queues a bio instead of sleeping
- *   its submitter, which suits the bdev backend's asynchronous bios, but the
- *   filesystem may wait for a throttled bio in the caller's thread (metadata
- *   reads, extending or unaligned direct writes).
- * wbt does not throttle nvmet's REQ_SYNC | REQ_IDLE writes, and would not
- * without a cgroup either.
- * The flags and the elevator are changed with the queue frozen: the caller's
- * usage reference keeps them stable.
+ * The facts the fast path decides from (rust/fast_path.rs says why each one
+ * matters).  The queue's flags and elevator are changed with the queue
+ * frozen, so they are read holding a usage reference: what is read stays
+ * true until the reference is dropped, and a policy enabled later is seen
+ * by the next command.  io.cost and io.latency stay registered on a queue
+ * once configured; what says whether they throttle is a queue flag each
+ * flips with its private switch under that freeze, and nothing else sets:
+ * QUEUE_FLAG_RQ_ALLOC_TIME for iocost, QUEUE_FLAG_BIO_ISSUE_TIME for
+ * iolatency.
  */
-static bool nvmet_cgroup_queue_may_sleep(const struct nvmet_req *req,
-					 struct request_queue *q)
-{
-	if (test_bit(QUEUE_FLAG_RQ_ALLOC_TIME, &q->queue_flags) ||
-	    test_bit(QUEUE_FLAG_BIO_ISSUE_TIME, &q->queue_flags))
-		return true;
-	if (q->elevator && !strcmp(q->elevator->type->elevator_name, "bfq"))
-		return true;
-	return req->ns->file && nvmet_cgroup_queue_has_throttle(q);
-}
-
-/*
- * Whether @req may run in the caller's (the transport's) thread: the
- * association then costs no wakeup and no hop.  Only if
- * - it is a read or write: they submit their bios from ->execute, while the
- *   file backend defers Flush, DSM and Write Zeroes to a work item, which is
- *   charged only when it runs in the execution context;
- * - the caller is a kernel thread in task context: bios are charged to a
- *   kthread's association only (nvmet-fc may execute from an LLDD's
- *   completion);
- * - @q is a blk-mq queue: a bio-based driver (dm, md, multipath) may pass the
- *   bio on to queues this check does not see;
- * - and nothing on @q can sleep the caller for the cgroup (see above).
- * The check cannot be held across the submission: a freeze that enables a
- * policy waits for our usage reference, and the submission would wait for
- * the freeze.  So commands that passed the check before such a freeze (one
- * per transport context at most) meet a freshly enabled policy: iolatency
- * starts at an unlimited depth, iocost grants a cgroup it activates half a
- * period of budget scaled by its weight.  They usually do not sleep, though
- * a large command of a low-weight cgroup can; every command checked after
- * the freeze goes to the execution context.
- */
-bool nvmet_cgroup_req_may_run_inline(const struct nvmet_req *req,
-				     struct request_queue *q)
+void nvmet_cgroup_req_facts(const struct nvmet_req *req,
+			    struct request_queue *q,
+			    struct nvmet_cgroup_facts *facts)
 {
 	u8 opcode = req->cmd->common.opcode;
-	bool may_sleep;
 
-	if (opcode != nvme_cmd_read && opcode != nvme_cmd_write)
-		return false;
-	if (!q || !queue_is_mq(q) || !in_task() ||
-	    !(current->flags & PF_KTHREAD))
-		return false;
-	if (!percpu_ref_tryget_live(&q->q_usage_counter))
-		return false;
-	may_sleep = nvmet_cgroup_queue_may_sleep(req, q);
+	*facts = (struct nvmet_cgroup_facts) {
+		.read_write	= opcode == nvme_cmd_read ||
+				  opcode == nvme_cmd_write,
+		.kthread_task	= in_task() && (current->flags & PF_KTHREAD),
+		.file		= !!req->ns->file,
+	};
+	if (!q || !percpu_ref_tryget_live(&q->q_usage_counter))
+		return;
+	facts->queue_live = true;
+	facts->blk_mq = queue_is_mq(q);
+	facts->iocost = test_bit(QUEUE_FLAG_RQ_ALLOC_TIME, &q->queue_flags);
+	facts->iolatency = test_bit(QUEUE_FLAG_BIO_ISSUE_TIME, &q->queue_flags);
+	facts->bfq = q->elevator &&
+		     !strcmp(q->elevator->type->elevator_name, "bfq");
+#ifdef CONFIG_BLK_DEV_THROTTLING
+	facts->throttle = READ_ONCE(q->td);
+#endif
 	percpu_ref_put(&q->q_usage_counter);
-	return !may_sleep;
 }
 
 /* @own_ctx: the caller is the module's worker, not the transport */
@@ -227,11 +188,6 @@ struct nvmet_req *nvmet_cgroup_req_next(const struct nvmet_req *req)
 	return next ? container_of(next, struct nvmet_req, ext.node) : NULL;
 }
 
-struct cgroup *nvmet_cgroup_get_from_id(u64 id)
-{
-	return cgroup_get_from_id(id);
-}
-
 struct cgroup *nvmet_cgroup_get(struct cgroup *cgrp)
 {
 	cgroup_get(cgrp);
@@ -243,20 +199,14 @@ void nvmet_cgroup_put(struct cgroup *cgrp)
 	cgroup_put(cgrp);
 }
 
-/* The effective io css: the cgroup's or its nearest ancestor's. */
-struct cgroup_subsys_state *nvmet_cgroup_io_css_get(struct cgroup *cgrp)
-{
-	return cgroup_get_e_css(cgrp, &io_cgrp_subsys);
-}
-
 void nvmet_cgroup_css_put(struct cgroup_subsys_state *css)
 {
 	css_put(css);
 }
 
-void nvmet_cgroup_associate_blkcg(struct cgroup_subsys_state *css)
+bool nvmet_cgroup_css_is_dying(struct cgroup_subsys_state *css)
 {
-	kthread_associate_blkcg(css);
+	return css_is_dying(css);
 }
 
 unsigned int nvmet_cgroup_noio_save(void)
@@ -279,19 +229,4 @@ struct workqueue_struct *nvmet_cgroup_alloc_workqueue(void)
 {
 	return alloc_workqueue("nvmet_cgroup",
 			       WQ_PERCPU | WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
-}
-
-unsigned int nvmet_cgroup_this_cpu(void)
-{
-	return raw_smp_processor_id();
-}
-
-unsigned int nvmet_cgroup_nr_cpu_ids(void)
-{
-	return nr_cpu_ids;
-}
-
-int nvmet_cgroup_kstrtou64(const char *s, u64 *res)
-{
-	return kstrtou64(s, 0, res);
 }

@@ -2,9 +2,9 @@
 
 //! RAII wrappers for cgroup references, blkcg association and `memalloc_noio`.
 
-use crate::ffi::raw;
+use crate::raw;
 use core::{marker::PhantomData, ptr::NonNull};
-use kernel::{error::from_err_ptr, prelude::*};
+use kernel::{bindings, error::from_err_ptr, prelude::*};
 
 /// A counted reference to a cgroup (v2).
 ///
@@ -12,7 +12,7 @@ use kernel::{error::from_err_ptr, prelude::*};
 ///
 /// `ptr` is a cgroup on which this value holds one reference.
 pub(crate) struct CgroupRef {
-    ptr: NonNull<raw::Cgroup>,
+    ptr: NonNull<bindings::cgroup>,
 }
 
 // SAFETY: cgroup references may be taken, used and dropped on any thread.
@@ -25,7 +25,7 @@ impl CgroupRef {
     pub(crate) fn from_id(id: u64) -> Result<Self> {
         // SAFETY: `cgroup_get_from_id` accepts any ID and returns a counted
         // reference or an `ERR_PTR`.
-        let ptr = from_err_ptr(unsafe { raw::nvmet_cgroup_get_from_id(id) })?;
+        let ptr = from_err_ptr(unsafe { bindings::cgroup_get_from_id(id) })?;
         NonNull::new(ptr).map(|ptr| Self { ptr }).ok_or(ENOENT)
     }
 
@@ -33,16 +33,17 @@ impl CgroupRef {
     /// css (its own, or its nearest ancestor's with the io controller), looked
     /// up now so that a removed cgroup falls back to a remaining ancestor.
     pub(crate) fn associate(&self) -> BlkcgAssociation {
-        // SAFETY: By the type invariant the cgroup is alive; the call returns
-        // a counted css reference (the root's at worst), never NULL.
-        let css = unsafe { raw::nvmet_cgroup_io_css_get(self.ptr.as_ptr()) };
-        // SAFETY: `css` is valid; the association takes its own reference,
-        // so ours is dropped right away.
-        unsafe {
-            raw::nvmet_cgroup_associate_blkcg(css);
-            raw::nvmet_cgroup_css_put(css);
-        }
+        // SAFETY: By the type invariant the cgroup is alive, and the io
+        // subsystem is a static of the kernel; the call returns a counted
+        // css reference (the root's at worst), never NULL.
+        let css = unsafe {
+            bindings::cgroup_get_e_css(self.ptr.as_ptr(), &raw mut bindings::io_cgrp_subsys)
+        };
+        // SAFETY: `css` is valid; the association takes its own reference.
+        unsafe { bindings::kthread_associate_blkcg(css) };
         BlkcgAssociation {
+            // SAFETY: `cgroup_get_e_css` never returns NULL.
+            css: unsafe { NonNull::new_unchecked(css) },
             _not_send: PhantomData,
         }
     }
@@ -69,19 +70,40 @@ impl Drop for CgroupRef {
 
 /// The current kernel thread's bios are charged to a cgroup until this drops.
 ///
+/// Dropping it clears the thread's association rather than restoring an
+/// earlier one: the kernel has no exported way to read that, and the threads
+/// nvmet executes commands from (transport work items, the module's lane
+/// workers) carry none.
+///
 /// # Invariants
 ///
-/// The current thread is associated with a blkcg by [`CgroupRef::associate`]
-/// and this value does not leave the thread.
+/// The current thread is associated with the blkcg of `css` by
+/// [`CgroupRef::associate`], this value holds one reference on `css`, and it
+/// does not leave the thread.
 pub(crate) struct BlkcgAssociation {
+    css: NonNull<bindings::cgroup_subsys_state>,
     _not_send: PhantomData<*mut ()>,
+}
+
+impl BlkcgAssociation {
+    /// Whether the css is being removed (its cgroup was `rmdir`ed).  Bios
+    /// submitted under such an association go to the root, not to a
+    /// remaining ancestor: `bio_associate_blkg` only takes online csses.
+    pub(crate) fn is_stale(&self) -> bool {
+        // SAFETY: By the type invariant this value holds a reference.
+        unsafe { raw::nvmet_cgroup_css_is_dying(self.css.as_ptr()) }
+    }
 }
 
 impl Drop for BlkcgAssociation {
     fn drop(&mut self) {
         // SAFETY: Clearing the association is always allowed; by the type
-        // invariant it is this thread's.
-        unsafe { raw::nvmet_cgroup_associate_blkcg(core::ptr::null_mut()) }
+        // invariant it is this thread's, and this value owns one reference
+        // on `css`.
+        unsafe {
+            bindings::kthread_associate_blkcg(core::ptr::null_mut());
+            raw::nvmet_cgroup_css_put(self.css.as_ptr());
+        }
     }
 }
 

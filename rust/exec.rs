@@ -12,22 +12,22 @@
 //! namespace's commands: never a transport thread.  Every namespace shares the
 //! one queue, so no kernel thread is created per namespace.
 //!
-//! The fast path skips the lane while nothing can sleep the transport: a read
-//! or write whose device has neither io.cost nor io.latency enabled and no
-//! bfq (io.max queues a bdev namespace's throttled bios instead of sleeping)
-//! runs in the transport's own thread, associated and under `memalloc_noio`
-//! just as in a lane.  The check is made per command, so enabling such a
-//! policy later moves the namespace's next commands to its lanes, and
-//! turning it off brings them back.
+//! The fast path ([`crate::fast_path`]) skips the lane while nothing can sleep the
+//! transport: such a command runs in the transport's own thread, associated
+//! and under `memalloc_noio` just as in a lane.  The check is made per
+//! command, so enabling a policy that can sleep the submitter later moves the
+//! namespace's next commands to its lanes, and turning it off brings them
+//! back.
 
 use crate::{
     cgroup::{BlkcgAssociation, CgroupRef, NoIo},
     cgroup_id,
     exec_queue::{flush_work, OwnedQueue},
-    ffi::raw,
+    fast_path::Mode,
     nvmet::{BackingQueue, Ns, Req, ReqList},
 };
 use kernel::{
+    cpu::{self, CpuId},
     prelude::*,
     sync::Arc,
     workqueue::{impl_has_work, new_work, Work, WorkItem},
@@ -71,7 +71,13 @@ impl WorkItem for Lane {
                 continue;
             }
             if req.ns_live() {
-                // The effective io css is looked up once per batch.
+                // The effective io css is looked up once per batch, and again
+                // once the cgroup it was found for is removed: the rest of
+                // the batch goes to the nearest remaining ancestor.
+                if charged.as_ref().is_some_and(BlkcgAssociation::is_stale) {
+                    // Dropped first: dropping clears the thread's association.
+                    charged = None;
+                }
                 if charged.is_none() {
                     charged = Some(this.cgroup.associate());
                 }
@@ -91,40 +97,18 @@ pub(crate) struct NsExec {
     cgroup: CgroupRef,
     /// The device whose policies decide whether the fast path is safe.
     backing: BackingQueue,
-    /// The `fast_path` parameter, read when the namespace is enabled.
-    fast_path: bool,
-    /// The `inline_assoc` diagnostic mode, read when the namespace is enabled.
-    inline: bool,
+    /// Where Reads and Writes may run, from the module's parameters when the
+    /// namespace is enabled.
+    mode: Mode,
 }
 
 impl NsExec {
-    /// Sets up the namespace's context if it has a cgroup; `None` if not.
-    pub(crate) fn enable(ns: &Ns) -> Result<Option<KBox<Self>>> {
-        let id = cgroup_id::get(ns);
-        if id == 0 {
-            return Ok(None);
-        }
-        // Writeback of buffered writes is charged through the page cache's
-        // memcg, not to this cgroup.
-        if ns.buffered_io() {
-            pr_err!(
-                "cgroup_id is not supported with buffered_io: {}\n",
-                ns.device_path()
-            );
-            return Err(EINVAL);
-        }
-        let cgroup = CgroupRef::from_id(id).inspect_err(|e| {
-            pr_err!(
-                "failed to resolve cgroup id {} for nsid {}: {}\n",
-                id,
-                ns.nsid(),
-                e.to_errno()
-            );
-        })?;
+    /// Sets up the context of a namespace with a cgroup being enabled.
+    pub(crate) fn enable(ns: &Ns<'_>) -> Result<KBox<Self>> {
+        let cgroup = cgroup_id::resolve(ns)?;
         let queue = crate::shared_queue()?;
 
-        // SAFETY: Reading a constant of the running kernel.
-        let nr_cpus = unsafe { raw::nvmet_cgroup_nr_cpu_ids() } as usize;
+        let nr_cpus = cpu::nr_cpu_ids() as usize;
         let mut lanes = KVec::with_capacity(nr_cpus, GFP_KERNEL)?;
         for _ in 0..nr_cpus {
             lanes.push(
@@ -132,38 +116,35 @@ impl NsExec {
                 GFP_KERNEL,
             )?;
         }
-        // SAFETY: The namespace is being enabled, and the context is dropped
-        // in `disable`, before the namespace's backend is closed.
-        let backing = unsafe { ns.backing_queue() };
-        let fast_path = crate::module_parameters::fast_path.value();
-        let inline = crate::module_parameters::inline_assoc.value();
-        Ok(Some(KBox::new(
+        Ok(KBox::new(
             Self {
                 lanes,
                 queue,
                 cgroup,
-                backing,
-                fast_path,
-                inline,
+                backing: ns.backing_queue(),
+                mode: Mode::from_parameters(
+                    crate::module_parameters::fast_path.value(),
+                    crate::module_parameters::inline_assoc.value(),
+                ),
             },
             GFP_KERNEL,
-        )?))
+        )?)
     }
 
-    /// Hands a command to the lane of the current CPU.  nvmet waits for
-    /// every call to return before [`NsExec::disable`] (SRCU), so the
-    /// context outlives this call even if the command completes meanwhile.
+    /// Hands a command to the lane of the current CPU, or runs it in the
+    /// caller's thread where nothing can put that thread to sleep for the
+    /// cgroup (see [`crate::fast_path`]).  nvmet holds a reference on the
+    /// namespace until this returns, so the context outlives the call even if
+    /// the command completes meanwhile.
     pub(crate) fn submit(&self, req: Req) {
-        // The diagnostic mode runs every command inline, even where io.cost
-        // or io.latency may then put the transport's thread to sleep.
-        if self.inline || (self.fast_path && req.may_run_inline(&self.backing)) {
+        if self.mode.reads_facts() && self.mode.decide(&req.facts(&self.backing)).is_ok() {
             self.run_inline(req);
             return;
         }
-        // SAFETY: No precondition.
-        let cpu = unsafe { raw::nvmet_cgroup_this_cpu() } as usize;
-        // There is a lane per possible CPU; without one the command is
+        // The CPU may change under us: any lane will do, this one is likely
+        // local.  There is one per possible CPU; without one the command is
         // dropped, which aborts it.
+        let cpu = CpuId::current().as_u32() as usize;
         let Some(lane) = cpu
             .checked_rem(self.lanes.len())
             .and_then(|i| self.lanes.get(i))
@@ -183,42 +164,17 @@ impl NsExec {
             return;
         }
         let _noio = NoIo::enter();
-        let _charged = self.cgroup.associate();
+        // As in a lane: a disable waits for the command, don't throttle it.
+        let _charged = req.ns_live().then(|| self.cgroup.associate());
         req.run_inline();
     }
 
-    /// Tears the context down once every command of the namespace completed.
-    pub(crate) fn disable(self: KBox<Self>, _ns: &Ns) {
-        // nvmet waited for `submit` calls on their way out; wait for workers
-        // still returning from a command that completed.
+    /// Tears the context down once every command of the namespace completed
+    /// and every [`NsExec::submit`] returned.
+    pub(crate) fn disable(self: KBox<Self>) {
+        // Wait for workers still returning from a command that completed.
         for lane in self.lanes.iter() {
             flush_work(&lane.work);
         }
-    }
-
-    /// Gives the context to nvmet.
-    pub(crate) fn into_raw(self: KBox<Self>) -> *mut Self {
-        KBox::into_raw(self)
-    }
-
-    /// Takes the context back from nvmet.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` came from [`NsExec::into_raw`] and is not used afterwards.
-    pub(crate) unsafe fn from_raw(ptr: *mut Self) -> KBox<Self> {
-        // SAFETY: As required by this function's contract.
-        unsafe { KBox::from_raw(ptr) }
-    }
-
-    /// Borrows the context nvmet holds.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` came from [`NsExec::into_raw`] and is not given back to
-    /// [`NsExec::from_raw`] while the reference is used.
-    pub(crate) unsafe fn borrow_raw<'a>(ptr: *mut Self) -> &'a Self {
-        // SAFETY: As required by this function's contract.
-        unsafe { &*ptr }
     }
 }

@@ -2,7 +2,7 @@
 
 //! The module's own workqueue, and waiting for a work item.
 
-use crate::ffi::raw;
+use crate::raw;
 use core::{ops::Deref, ptr::NonNull};
 use kernel::{
     bindings,

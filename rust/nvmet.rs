@@ -2,43 +2,40 @@
 
 //! Safe handles to nvmet's namespaces and I/O commands.
 
-use crate::ffi::raw;
-use core::{mem::ManuallyDrop, ptr::NonNull};
+use crate::raw;
+use core::{marker::PhantomData, mem::ManuallyDrop, ptr::NonNull};
 use kernel::{bindings, prelude::*, types::Opaque};
 
-/// A namespace, borrowed for the duration of one nvmet callback.
+/// A namespace being enabled, borrowed for the duration of nvmet's call.
 ///
 /// # Invariants
 ///
-/// `ptr` points to a live `struct nvmet_ns` for the lifetime of the handle;
-/// callbacks that read its configuration run under the subsystem's lock.
-pub(crate) struct Ns {
-    ptr: NonNull<raw::NvmetNs>,
+/// `ptr` points to a namespace with a cgroup ID that nvmet is enabling, under
+/// its subsystem's lock and with its backend open, for `'a`.
+pub(crate) struct Ns<'a> {
+    ptr: NonNull<raw::nvmet_ns>,
+    _call: PhantomData<&'a raw::nvmet_ns>,
 }
 
-impl Ns {
-    /// Creates a handle for one callback.
+impl<'a> Ns<'a> {
+    /// Creates a handle for nvmet's call to enable the namespace.
     ///
     /// # Safety
     ///
-    /// `ptr` is a live namespace for as long as the handle is used, with its
-    /// subsystem's lock held if the handle reads its configuration.
-    pub(crate) unsafe fn from_raw(ptr: *mut raw::NvmetNs) -> Self {
+    /// `ptr` is a non-NULL namespace that nvmet is enabling, under its
+    /// subsystem's lock and with its backend open, for `'a`.
+    pub(crate) unsafe fn from_raw(ptr: *mut raw::nvmet_ns) -> Self {
         Self {
-            // SAFETY: nvmet never passes a NULL namespace.
+            // SAFETY: Non-NULL, as the caller guarantees.
             ptr: unsafe { NonNull::new_unchecked(ptr) },
+            _call: PhantomData,
         }
     }
 
-    /// A key that identifies the namespace while it exists.
-    pub(crate) fn key(&self) -> usize {
-        self.ptr.as_ptr() as usize
-    }
-
-    /// Whether the namespace is enabled.
-    pub(crate) fn enabled(&self) -> bool {
+    /// The ID of the cgroup its I/O is charged to (configfs `cgroup_id`).
+    pub(crate) fn cgroup_id(&self) -> u64 {
         // SAFETY: By the type invariant.
-        unsafe { raw::nvmet_cgroup_ns_enabled(self.ptr.as_ptr()) }
+        unsafe { raw::nvmet_cgroup_ns_cgroup_id(self.ptr.as_ptr()) }
     }
 
     /// Whether the namespace uses buffered (page cache) I/O.
@@ -61,20 +58,18 @@ impl Ns {
         unsafe { CStr::from_char_ptr(raw::nvmet_cgroup_ns_device_path(self.ptr.as_ptr())) }
     }
 
-    /// The block queue behind the namespace's backing device or file.
-    ///
-    /// # Safety
-    ///
-    /// The namespace is enabled, and the returned value is dropped before it
-    /// is disabled.
-    pub(crate) unsafe fn backing_queue(&self) -> BackingQueue {
-        // INVARIANT: The namespace holds its device or file open while it is
-        // enabled, and the caller drops the value before it is disabled.
-        BackingQueue {
-            // SAFETY: By the type invariant; the backend is open while the
-            // namespace is enabled, which the caller guarantees.
-            ptr: NonNull::new(unsafe { raw::nvmet_cgroup_ns_queue(self.ptr.as_ptr()) }),
-        }
+    /// The block queue behind the namespace's backing device or file, if
+    /// the glue can tell which one holds its data.
+    pub(crate) fn backing_queue(&self) -> BackingQueue {
+        // SAFETY: By the type invariant the backend is open, so the queue it
+        // returns, if any, is alive.
+        let q = NonNull::new(unsafe { raw::nvmet_cgroup_ns_queue(self.ptr.as_ptr()) });
+        // SAFETY: `q` is alive (see above); `blk_get_queue` takes a reference
+        // unless the queue is dying.
+        let held = q.filter(|q| unsafe { bindings::blk_get_queue(q.as_ptr()) });
+        // INVARIANT: `held` is a queue on which `blk_get_queue` took a
+        // reference, or `None`.
+        BackingQueue { ptr: held }
     }
 }
 
@@ -83,18 +78,57 @@ impl Ns {
 ///
 /// # Invariants
 ///
-/// `ptr`, if any, is the queue of a device that an enabled namespace holds
-/// open, and the value is dropped before the namespace is disabled.
+/// `ptr`, if any, is a queue on which the value holds a reference
+/// (`blk_get_queue`).
 pub(crate) struct BackingQueue {
-    ptr: Option<NonNull<raw::RequestQueue>>,
+    ptr: Option<NonNull<bindings::request_queue>>,
 }
 
-// SAFETY: The value is only a pointer that the glue uses from any thread: it
-// takes the queue's usage reference (a per-CPU counter) around every read,
-// and by the type invariant the queue outlives the value.
+// SAFETY: The value is a counted reference that the glue uses from any
+// thread: it takes the queue's usage reference (a per-CPU counter) around
+// every read, and the reference is dropped from any thread.
 unsafe impl Send for BackingQueue {}
 // SAFETY: As above: no operation through `&BackingQueue` needs exclusivity.
 unsafe impl Sync for BackingQueue {}
+
+impl Drop for BackingQueue {
+    fn drop(&mut self) {
+        if let Some(q) = self.ptr {
+            // SAFETY: By the type invariant the value holds a reference.
+            unsafe { bindings::blk_put_queue(q.as_ptr()) };
+        }
+    }
+}
+
+/// What the fast path decides from: facts about one command, its caller and
+/// the queue behind its namespace (see [`crate::fast_path`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Facts {
+    /// A Read or Write command: the ones that submit their bios from
+    /// `execute`.
+    pub(crate) read_write: bool,
+    /// The caller is a kernel thread in task context.
+    pub(crate) kthread_task: bool,
+    /// The namespace is backed by a file, not a block device.
+    pub(crate) file: bool,
+    /// The queue behind the namespace, if it is known and live.
+    pub(crate) queue: Option<QueueFacts>,
+}
+
+/// The policies of the queue behind a namespace, as one command saw them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct QueueFacts {
+    /// A blk-mq queue, not a bio-based (stacking) driver.
+    pub(crate) blk_mq: bool,
+    /// io.cost is enabled.
+    pub(crate) iocost: bool,
+    /// io.latency has a target.
+    pub(crate) iolatency: bool,
+    /// The elevator is bfq.
+    pub(crate) bfq: bool,
+    /// blk-throttle (io.max) was ever configured.
+    pub(crate) throttle: bool,
+}
 
 /// An I/O command handed to the extension by nvmet.
 ///
@@ -103,7 +137,7 @@ unsafe impl Sync for BackingQueue {}
 /// `ptr` is a parsed command that belongs to the extension: nvmet does not
 /// touch it until the handle is consumed by [`Req::run`] or [`Req::abort`].
 pub(crate) struct Req {
-    ptr: NonNull<raw::NvmetReq>,
+    ptr: NonNull<raw::nvmet_req>,
 }
 
 // SAFETY: A command may be executed from any thread.
@@ -114,10 +148,10 @@ impl Req {
     ///
     /// # Safety
     ///
-    /// `ptr` is a parsed command that nvmet handed to the extension.
-    pub(crate) unsafe fn from_raw(ptr: *mut raw::NvmetReq) -> Self {
+    /// `ptr` is a non-NULL parsed command that nvmet handed to the extension.
+    pub(crate) unsafe fn from_raw(ptr: *mut raw::nvmet_req) -> Self {
         Self {
-            // SAFETY: nvmet never passes a NULL command.
+            // SAFETY: Non-NULL, as the caller guarantees.
             ptr: unsafe { NonNull::new_unchecked(ptr) },
         }
     }
@@ -134,21 +168,33 @@ impl Req {
         unsafe { raw::nvmet_cgroup_req_sq_dying(self.ptr.as_ptr()) }
     }
 
-    /// Whether the command may run in the caller's (the transport's) thread:
-    /// it is a read or write, the caller is a kernel thread, and no policy
-    /// on `queue` can put the caller to sleep for the cgroup's sake
-    /// (io.cost or io.latency enabled, bfq; io.max for a file namespace).
-    /// Checked per command, so a policy enabled or turned off later takes
-    /// effect from the next command on.
-    pub(crate) fn may_run_inline(&self, queue: &BackingQueue) -> bool {
+    /// The facts about this command, its caller and `queue` that say
+    /// whether it may run in the caller's (the transport's) thread.  Read
+    /// per command, so a policy enabled or turned off later is seen by the
+    /// next one.
+    pub(crate) fn facts(&self, queue: &BackingQueue) -> Facts {
         let q = queue.ptr.map_or(core::ptr::null_mut(), NonNull::as_ptr);
+        let mut f = raw::nvmet_cgroup_facts::default();
         // SAFETY: By the type invariants of `Req` and `BackingQueue`: the
-        // queue outlives the namespace's commands; NULL is accepted.
-        unsafe { raw::nvmet_cgroup_req_may_run_inline(self.ptr.as_ptr(), q) }
+        // command is live and the value holds a reference on the queue; NULL
+        // is accepted.  `f` is writable.
+        unsafe { raw::nvmet_cgroup_req_facts(self.ptr.as_ptr(), q, &mut f) };
+        Facts {
+            read_write: f.read_write,
+            kthread_task: f.kthread_task,
+            file: f.file,
+            queue: f.queue_live.then_some(QueueFacts {
+                blk_mq: f.blk_mq,
+                iocost: f.iocost,
+                iolatency: f.iolatency,
+                bfq: f.bfq,
+                throttle: f.throttle,
+            }),
+        }
     }
 
     /// Gives up ownership without completing the command.
-    fn into_raw(self) -> *mut raw::NvmetReq {
+    fn into_raw(self) -> *mut raw::nvmet_req {
         ManuallyDrop::new(self).ptr.as_ptr()
     }
 
@@ -194,14 +240,10 @@ unsafe impl Send for ReqList {}
 unsafe impl Sync for ReqList {}
 
 impl ReqList {
-    /// An empty list.
+    /// An empty list (an `llist_head` with a NULL first pointer).
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            head <- Opaque::ffi_init(|slot: *mut bindings::llist_head| {
-                // SAFETY: `slot` is valid for writes; an empty llist_head is
-                // a NULL first pointer.
-                unsafe { (*slot).first = core::ptr::null_mut() }
-            }),
+            head: Opaque::zeroed(),
         })
     }
 
@@ -231,7 +273,7 @@ impl ReqList {
 /// `next` is the first of a NULL-terminated chain of commands that belong to
 /// the extension and are no longer reachable from any list head.
 pub(crate) struct ReqBatch {
-    next: Option<NonNull<raw::NvmetReq>>,
+    next: Option<NonNull<raw::nvmet_req>>,
 }
 
 impl Iterator for ReqBatch {

@@ -2,21 +2,28 @@
 
 //! Charge the I/O of NVMe-oF target namespaces to cgroups.
 //!
-//! Each namespace gets a `cgroup_id` attribute in configfs.  When a namespace
-//! with a cgroup is enabled, its I/O commands run in an execution context of
-//! their own ([`exec`]), associated with the cgroup's effective io css, so the
+//! nvmet keeps each namespace's `cgroup_id` (see `patches/`).  When a
+//! namespace with one is enabled, nvmet asks this module, its execution
+//! extension, for a context: the namespace's I/O commands then run in it
+//! ([`exec`]), or in the transport's thread where that is safe
+//! ([`fast_path`]), associated with the cgroup's effective io css, so the
 //! block layer's io.max, io.cost and io.latency apply to that namespace alone.
-//! The module plugs into nvmet's execution extension interface (see
-//! `patches/`); `Documentation/design.rst` describes the layers.
+//!
+//! Layers, imports pointing one way: [`entry`] (what nvmet calls) → policy
+//! ([`exec`], [`fast_path`], [`cgroup_id`]) → safe handles ([`nvmet`],
+//! [`cgroup`], [`exec_queue`]) → raw declarations ([`raw`], generated from
+//! the glue's header).  `Documentation/design.rst` describes them.
 
 use kernel::{prelude::*, sync::Arc};
 
 mod cgroup;
 mod cgroup_id;
+mod entry;
 mod exec;
 mod exec_queue;
-mod ffi;
+mod fast_path;
 mod nvmet;
+mod raw;
 
 module! {
     type: NvmetCgroup,
@@ -41,16 +48,11 @@ pub(crate) struct State {
     /// The queue every namespace's workers run on; `None` outside the
     /// module's lifetime.
     queue: Option<Arc<exec_queue::OwnedQueue>>,
-    /// Configured cgroup IDs by namespace (see [`nvmet::Ns::key`]).
-    cgroup_ids: KVec<(usize, u64)>,
 }
 
 kernel::sync::global_lock! {
     // SAFETY: Initialised in `NvmetCgroup::init` before nvmet can call in.
-    unsafe(uninit) static STATE: Mutex<State> = State {
-        queue: None,
-        cgroup_ids: KVec::new(),
-    };
+    unsafe(uninit) static STATE: Mutex<State> = State { queue: None };
 }
 
 /// The queue for a namespace being enabled.
@@ -66,8 +68,8 @@ impl kernel::Module for NvmetCgroup {
         unsafe { STATE.init() };
         let queue = Arc::new(exec_queue::OwnedQueue::new()?, GFP_KERNEL)?;
         STATE.lock().queue = Some(queue);
-        if let Err(e) = ffi::register() {
-            pr_err!("cannot register with nvmet: {}\n", e.to_errno());
+        if let Err(e) = entry::register() {
+            pr_err!("cannot register with nvmet: {:?}\n", e);
             let queue = STATE.lock().queue.take();
             drop(queue);
             return Err(e);
@@ -79,13 +81,10 @@ impl kernel::Module for NvmetCgroup {
 
 impl Drop for NvmetCgroup {
     fn drop(&mut self) {
-        // No namespace holds a context: each enabled one pins the module.
-        ffi::unregister();
-        let mut state = STATE.lock();
-        let ids = core::mem::replace(&mut state.cgroup_ids, KVec::new());
-        let queue = state.queue.take();
-        drop(state);
-        drop(ids);
+        // No namespace holds a context: each enabled one holds a reference on
+        // the module.
+        entry::unregister();
+        let queue = STATE.lock().queue.take();
         // Destroying the queue drains it: do that without the lock.
         drop(queue);
         pr_info!("unloaded\n");

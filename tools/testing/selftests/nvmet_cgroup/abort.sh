@@ -3,8 +3,16 @@
 # A heavily throttled namespace (io.max riops=50) with commands queued when
 # the host disconnects: the disconnect returns within 30 s, the commands
 # complete, and the namespace can be disabled and enabled again and serve I/O.
+# io.max on a bdev namespace runs on the fast path, so those commands wait in
+# blk-throttle, never in the execution context.  The last cases reload the
+# module with fast_path=0 and export a device that completes one request per
+# 0.5 s with one tag: the lane's worker waits for the tag, the commands
+# behind it stay in the lane, and a host controller reset must find them
+# there when it deletes the queues and complete them with ABORT_QUEUE
+# (counted by a kprobe on the glue's nvmet_cgroup_req_abort), none lost (the
+# disable after it returns) and none completed twice (the console check).
 cd "$(dirname "$0")" || exit 1
-. ./ktap.sh
+. ./case_lib.sh
 . ./nvmet_lib.sh
 . ./cgroup_lib.sh
 
@@ -46,15 +54,84 @@ disable_enable_again() {
 	host_connect tcp "$NQN" && dev=$(host_dev "$NQN" 1) && fio_verify "$dev"
 }
 
-teardown() {
-	host_disconnect "$NQN" && port_destroy 1 && subsys_destroy "$NQN" &&
-	cg_remove abort && rmmod nvmet_cgroup nvme_tcp nvmet_tcp &&
-	nullb_destroy nullb0 && rmmod null_blk
+TRACE=/sys/kernel/debug/tracing
+ABORT_PROBE='p:nvmet_cgroup_test/abort nvmet_cgroup:nvmet_cgroup_req_abort'
+ABORT_EVENT=$TRACE/events/nvmet_cgroup_test/abort
+
+# namespace 2 on the slow device, through the lanes only
+lanes_setup() {
+	local ns=$NVMET_CFS/subsystems/$NQN/namespaces/1
+	host_disconnect "$NQN" && echo 0 > "$ns/enable" &&
+	rmmod nvmet_cgroup && modprobe nvmet_cgroup fast_path=0 &&
+	echo 1 > "$ns/enable" &&
+	nullb_create nullb1 64 irqmode=2 completion_nsec=500000000 hw_queue_depth=1 &&
+	ns_create "$NQN" 2 /dev/nullb1 cgroup_id="$(cg_id abort)" &&
+	host_connect tcp "$NQN" || return
+	echo 0 > "$TRACE/options/record-cmd" &&
+	echo 0 > /proc/sys/debug/kprobes-optimization &&
+	echo "$ABORT_PROBE" >> "$TRACE/kprobe_events" || fail "cannot add the kprobe"
 }
 
-ktap_begin 4
-ktap_step "setup" setup
-ktap_step "disconnect_with_throttled_queue_returns" disconnect_with_queued_commands
-ktap_step "disable_and_enable_again_serves_io" disable_enable_again
-ktap_step "teardown" teardown
-ktap_end
+# The host's controller reset: the host cancels its commands and shuts the
+# sockets down at once, so the target deletes the queues with commands still
+# in the lane.  (nvme disconnect would not do: it removes the namespaces
+# first, which waits for every command to complete normally.)
+# queued_behind HOSTDISK: nullb1 holds a command and the host has 16 or
+# more outstanding on HOSTDISK
+queued_behind() {
+	local r w
+	read -r r w < /sys/block/nullb1/inflight && [ "$((r + w))" -ge 1 ] &&
+	read -r r w < "/sys/block/$1/inflight" && [ "$((r + w))" -ge 16 ]
+}
+
+queued_in_the_context_aborted() {
+	local dev ctrl pid start aborts
+	dev=$(host_dev "$NQN" 2) || return
+	ctrl=${dev#/dev/}; ctrl=${ctrl%n*}
+	echo > "$TRACE/trace" && echo 1 > "$ABORT_EVENT/enable" || return
+	fio --name=q --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=libaio \
+		--iodepth=32 --time_based --runtime=120 --thread --minimal > /dev/null 2>&1 &
+	pid=$!
+	# Reset only once commands wait in the lane: one on the device and at
+	# least 16 more outstanding at the host.  (A fixed sleep was not enough
+	# on a slow host: fio had not issued yet, the reset found nothing.)
+	wait_for 60 queued_behind "${dev#/dev/}" ||
+		fail "fio's commands never queued behind nullb1's one tag" || return
+	echo "before the reset: host inflight $(cat "/sys/block/${dev#/dev/}/inflight" | xargs)," \
+	     "nullb1 inflight $(cat /sys/block/nullb1/inflight | xargs)"
+	start=$SECONDS
+	echo 1 > "/sys/class/nvme/$ctrl/reset_controller" || fail "cannot reset $ctrl"
+	wait_for 60 grep -qx live "/sys/class/nvme/$ctrl/state" ||
+		fail "$ctrl not live again 60 s after the reset"
+	echo "$ctrl live again $((SECONDS - start)) s after the reset"
+	kill -KILL $pid 2>/dev/null
+	timeout 30 tail --pid=$pid -f /dev/null || fail "fio is stuck in the kernel after the reset" || return
+	wait $pid
+	echo 0 > "$ABORT_EVENT/enable"
+	aborts=$(grep -c ' abort: ' "$TRACE/trace")
+	echo "commands completed with ABORT_QUEUE from the lane: $aborts"
+	host_disconnect "$NQN" || return
+	# every command is back: the namespace's references all dropped
+	timeout 30 bash -c "echo 0 > $NVMET_CFS/subsystems/$NQN/namespaces/2/enable" ||
+		fail "disable hung: a command was never completed" || return
+	[ "$aborts" -gt 0 ] || fail "the lane never aborted a queued command"
+}
+
+teardown() {
+	echo '-:nvmet_cgroup_test/abort' >> "$TRACE/kprobe_events"
+	# the last case disconnected already, unless it failed early
+	nvme disconnect -n "$NQN" > /dev/null 2>&1
+	port_destroy 1 && subsys_destroy "$NQN" &&
+	cg_remove abort && rmmod nvmet_cgroup nvme_tcp nvmet_tcp &&
+	nullb_destroy nullb0 && nullb_destroy nullb1 && rmmod null_blk
+}
+
+ktap_print_header
+ktap_set_plan 6
+run_case "setup" setup
+run_case "disconnect_with_throttled_queue_returns" disconnect_with_queued_commands
+run_case "disable_and_enable_again_serves_io" disable_enable_again
+run_case "lanes_only_and_a_one_tag_device" lanes_setup
+run_case "commands_queued_in_the_context_aborted_on_reset" queued_in_the_context_aborted
+run_case "teardown" teardown
+ktap_finished

@@ -4,7 +4,7 @@
 # cgroup_id set); removing the cgroup falls back to the parent; the file
 # backend's Flush, Write Zeroes and DSM work in the namespace's context.
 cd "$(dirname "$0")" || exit 1
-. ./ktap.sh
+. ./case_lib.sh
 . ./nvmet_lib.sh
 . ./cgroup_lib.sh
 
@@ -100,11 +100,12 @@ teardown() {
 	nullb_destroy nullb0 && rmmod null_blk brd
 }
 
-ktap_begin 6
-ktap_step "setup" setup
-ktap_step "io_stat_matches_fio_totals" io_stat_matches_fio
-ktap_step "cgroup_id_0_not_charged" unset_ns_not_charged
-ktap_step "cgroup_removed_under_io_falls_back_to_parent" cgroup_removed_under_io
-ktap_step "file_flush_write_zeroes_dsm" file_flush_wz_dsm
-ktap_step "teardown" teardown
-ktap_end
+ktap_print_header
+ktap_set_plan 6
+run_case "setup" setup
+run_case "io_stat_matches_fio_totals" io_stat_matches_fio
+run_case "cgroup_id_0_not_charged" unset_ns_not_charged
+run_case "cgroup_removed_under_io_falls_back_to_parent" cgroup_removed_under_io
+run_case "file_flush_write_zeroes_dsm" file_flush_wz_dsm
+run_case "teardown" teardown
+ktap_finished

@@ -8,7 +8,7 @@
 # turning it off again moves the namespace back.
 # (io.latency and io.max: fastpath_policies.sh, in the other boot.)
 cd "$(dirname "$0")" || exit 1
-. ./ktap.sh
+. ./case_lib.sh
 . ./nvmet_lib.sh
 . ./cgroup_lib.sh
 . ./fastpath_lib.sh
@@ -46,12 +46,7 @@ flush_of_file_goes_to_the_context() {
 # io.cost on nullb0 (a model that does not limit), enabled while both
 # namespaces are live: namespace 1 moves to the context, namespace 2 stays
 iocost_enabled_later_moves_to_the_context() {
-	local d
-	d=$(devnum /dev/nullb0) || return
-	# qos before model: see iocost.sh
-	echo "$d enable=1 ctrl=user min=100.00 max=100.00" > "$CG/io.cost.qos" &&
-	echo "$d ctrl=user model=linear rbps=4294967296 rseqiops=1000000 rrandiops=1000000 wbps=4294967296 wseqiops=1000000 wrandiops=1000000" \
-		> "$CG/io.cost.model" || return
+	iocost_enable /dev/nullb0 1000000 || return
 	fp_expect "$NQN" 1 context "bdev, io.cost on nullb0" &&
 	fp_expect "$NQN" 2 inline "file on nullb1, io.cost on nullb0"
 }
@@ -67,11 +62,12 @@ teardown() {
 	echo "$(devnum /dev/nullb0) enable=0" > "$CG/io.cost.qos" && fp_teardown "$NQN"
 }
 
-ktap_begin 6
-ktap_step "setup" fp_setup "$NQN"
-ktap_step "no_policy_runs_inline_and_charges" no_policy_runs_inline_and_charges
-ktap_step "flush_of_file_goes_to_the_context" flush_of_file_goes_to_the_context
-ktap_step "iocost_enabled_later_moves_to_the_context" iocost_enabled_later_moves_to_the_context
-ktap_step "iocost_disabled_again_runs_inline" iocost_disabled_again_runs_inline
-ktap_step "teardown" teardown
-ktap_end
+ktap_print_header
+ktap_set_plan 6
+run_case "setup" fp_setup "$NQN"
+run_case "no_policy_runs_inline_and_charges" no_policy_runs_inline_and_charges
+run_case "flush_of_file_goes_to_the_context" flush_of_file_goes_to_the_context
+run_case "iocost_enabled_later_moves_to_the_context" iocost_enabled_later_moves_to_the_context
+run_case "iocost_disabled_again_runs_inline" iocost_disabled_again_runs_inline
+run_case "teardown" teardown
+ktap_finished

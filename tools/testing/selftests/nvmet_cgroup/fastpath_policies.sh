@@ -7,7 +7,7 @@
 # in the caller); io.latency moves the namespaces on its device, and back
 # once its last target is removed.
 cd "$(dirname "$0")" || exit 1
-. ./ktap.sh
+. ./case_lib.sh
 . ./nvmet_lib.sh
 . ./cgroup_lib.sh
 . ./fastpath_lib.sh
@@ -43,10 +43,11 @@ iolatency_removed_runs_inline() {
 	fp_expect "$NQN" 1 inline "bdev, io.latency target removed on nullb0"
 }
 
-ktap_begin 5
-ktap_step "setup" fp_setup "$NQN"
-ktap_step "iomax_keeps_bdev_inline_moves_file" iomax_keeps_bdev_inline_moves_file
-ktap_step "iolatency_moves_bdev_to_the_context" iolatency_moves_bdev_to_the_context
-ktap_step "iolatency_removed_runs_inline" iolatency_removed_runs_inline
-ktap_step "teardown" fp_teardown "$NQN"
-ktap_end
+ktap_print_header
+ktap_set_plan 5
+run_case "setup" fp_setup "$NQN"
+run_case "iomax_keeps_bdev_inline_moves_file" iomax_keeps_bdev_inline_moves_file
+run_case "iolatency_moves_bdev_to_the_context" iolatency_moves_bdev_to_the_context
+run_case "iolatency_removed_runs_inline" iolatency_removed_runs_inline
+run_case "teardown" fp_teardown "$NQN"
+ktap_finished

@@ -120,7 +120,7 @@ host_connect() {
 
 host_disconnect() {
 	local out
-	out=$(nvme disconnect -n "$1" 2>&1) || fail "nvme disconnect -n $1: $out"
+	out=$(nvme disconnect -n "$1" 2>&1) || { fail "nvme disconnect -n $1: $out"; return; }
 	case "$out" in
 	*"disconnected 0 "*) fail "nvme disconnect -n $1: $out" ;;
 	esac
@@ -143,9 +143,11 @@ host_dev() {
 	fail "no host block device for $nqn namespace $nsid"
 }
 
-# fio_verify DEV: write a pattern with checksums and read it back.
+# fio_verify DEV: write a pattern with checksums and read it back: 1024
+# writes and reads of 4 KiB (nvme-tcp under emulation can run as slowly as
+# 25 IOPS, so a larger size makes a boot outlast scripts/vm's limit).
 fio_verify() {
-	fio --name=verify --filename="$1" --rw=randwrite --bs=4k --size=16M \
+	fio --name=verify --filename="$1" --rw=randwrite --bs=4k --size=4M \
 		--direct=1 --ioengine=libaio --iodepth=16 --verify=crc32c \
 		--do_verify=1 --verify_fatal=1 --verify_state_save=0 \
 		--output-format=terse >/dev/null

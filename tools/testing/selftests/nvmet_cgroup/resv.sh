@@ -4,7 +4,7 @@
 # deferred to the namespace's context and work as without the module, and
 # the reservation holder's I/O still runs (and is charged) in that context.
 cd "$(dirname "$0")" || exit 1
-. ./ktap.sh
+. ./case_lib.sh
 . ./nvmet_lib.sh
 . ./cgroup_lib.sh
 
@@ -39,8 +39,9 @@ teardown() {
 	nullb_destroy nullb0 && rmmod null_blk
 }
 
-ktap_begin 3
-ktap_step "setup" setup
-ktap_step "register_acquire_report_release" reservations_work
-ktap_step "teardown" teardown
-ktap_end
+ktap_print_header
+ktap_set_plan 3
+run_case "setup" setup
+run_case "register_acquire_report_release" reservations_work
+run_case "teardown" teardown
+ktap_finished

@@ -4,7 +4,7 @@
 # bdev namespace and an ext4-file namespace carry verified I/O over nvme-tcp
 # and nvme-loop; then everything is torn down and the module unloads.
 cd "$(dirname "$0")" || exit 1
-. ./ktap.sh
+. ./case_lib.sh
 . ./nvmet_lib.sh
 
 NQN=nqn.2026-11.io.nvmet-cgroup:smoke
@@ -68,13 +68,14 @@ module_unloads() {
 	rmmod nvmet
 }
 
-ktap_begin 8
-ktap_step "module_loads_after_nvmet" module_loads
-ktap_step "null_blk_memory_backed" nullb_create nullb0 512
-ktap_step "ext4_file_on_brd" file_backing
-ktap_step "target_bdev_and_file_ns_tcp_and_loop_ports" target_up
-ktap_step "fio_verify_over_tcp" io_over tcp
-ktap_step "fio_verify_over_loop" io_over loop
-ktap_step "teardown" teardown
-ktap_step "module_unloads" module_unloads
-ktap_end
+ktap_print_header
+ktap_set_plan 8
+run_case "module_loads_after_nvmet" module_loads
+run_case "null_blk_memory_backed" nullb_create nullb0 512
+run_case "ext4_file_on_brd" file_backing
+run_case "target_bdev_and_file_ns_tcp_and_loop_ports" target_up
+run_case "fio_verify_over_tcp" io_over tcp
+run_case "fio_verify_over_loop" io_over loop
+run_case "teardown" teardown
+run_case "module_unloads" module_unloads
+ktap_finished

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Whether a command may run in the transport's own thread.
+//!
+//! A lane costs a wakeup and a context switch.  It is only needed where
+//! something can put the submitting thread to sleep for the cgroup's sake;
+//! elsewhere the command is associated with the cgroup and run right in the
+//! transport's thread.  The decision is made per command from [`Facts`] the
+//! glue reads, so a policy enabled or turned off later is seen by the next
+//! command.
+
+use crate::nvmet::Facts;
+use kernel::prelude::*;
+
+/// Where a namespace's Read and Write commands may run, from the module's
+/// parameters when the namespace is enabled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// `fast_path=0`: always in the execution context.
+    Lanes,
+    /// The default: in the transport's thread where [`check`] allows it.
+    FastPath,
+    /// The `inline_assoc=1` diagnostic: in the transport's thread whatever
+    /// the queue's policies, so a throttled namespace stalls the transport.
+    /// Still only from a kernel thread in task context: elsewhere the
+    /// association and the NOIO scope would change the interrupted thread.
+    Inline,
+}
+
+impl Mode {
+    /// The mode the module's parameters select.
+    pub(crate) fn from_parameters(fast_path: bool, inline_assoc: bool) -> Self {
+        if inline_assoc {
+            Self::Inline
+        } else if fast_path {
+            Self::FastPath
+        } else {
+            Self::Lanes
+        }
+    }
+
+    /// Whether this mode reads [`Facts`] at all ([`Mode::Lanes`] does not).
+    pub(crate) fn reads_facts(self) -> bool {
+        self != Self::Lanes
+    }
+
+    /// `Ok` if a command with these facts may run in the transport's thread
+    /// in this mode, else why not.
+    pub(crate) fn decide(self, f: &Facts) -> Result<(), Reason> {
+        match self {
+            Self::Lanes => Err(Reason::FastPathOff),
+            Self::FastPath => check(f),
+            Self::Inline if f.kthread_task => Ok(()),
+            Self::Inline => Err(Reason::NotKthread),
+        }
+    }
+}
+
+/// Why a command goes to the execution context rather than running in the
+/// transport's thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reason {
+    /// The `fast_path` parameter was 0 when the namespace was enabled.
+    FastPathOff,
+    /// Not a Read or Write: the file backend defers Flush, DSM and Write
+    /// Zeroes to a work item, and zone management does the same; that work is
+    /// charged only when it runs in the execution context.
+    NotReadWrite,
+    /// The caller is not a kernel thread in task context: bios are charged to
+    /// a kthread's association only (nvmet-fc may execute from an LLDD's
+    /// completion).
+    NotKthread,
+    /// The queue behind the namespace is not known (a file on a filesystem
+    /// that may put its data elsewhere than its own device, or a stacking
+    /// blk-mq driver, loop or request-based dm, whose lower devices'
+    /// policies can hold the submitter) or is dying.
+    QueueUnknown,
+    /// A bio-based driver (dm, md, multipath) may pass the bio on to queues
+    /// this check does not see.
+    BioBased,
+    /// io.cost is enabled: its rq-qos throttle sleeps a submitter over its
+    /// cgroup's budget.
+    IoCost,
+    /// io.latency has a target: it sleeps a submitter over its depth.
+    IoLatency,
+    /// bfq limits the tag depth of a low-weight cgroup's writes; the
+    /// submitter then waits for a tag.
+    Bfq,
+    /// io.max under a file: blk-throttle queues a throttled bio rather than
+    /// sleeping its submitter, which suits the bdev backend, but a
+    /// filesystem may wait for such a bio in the caller's thread (metadata
+    /// reads, extending or unaligned direct writes).
+    FileIoMax,
+}
+
+/// `Ok` if the command may run in the transport's thread, else why not.
+///
+/// wbt does not throttle nvmet's `REQ_SYNC | REQ_IDLE` writes, with or
+/// without a cgroup, so it is no reason.  The facts are not held across the
+/// submission (the freeze that enables a policy waits for the queue usage
+/// reference they are read under, and the submission would wait for that
+/// freeze), so a command that passed just before a policy is enabled meets
+/// it fresh: iolatency starts at an unlimited depth, iocost grants a cgroup
+/// it activates half a period of budget.  Commands checked after the freeze
+/// go to the execution context.
+pub(crate) fn check(f: &Facts) -> Result<(), Reason> {
+    if !f.read_write {
+        return Err(Reason::NotReadWrite);
+    }
+    if !f.kthread_task {
+        return Err(Reason::NotKthread);
+    }
+    let q = f.queue.ok_or(Reason::QueueUnknown)?;
+    if !q.blk_mq {
+        Err(Reason::BioBased)
+    } else if q.iocost {
+        Err(Reason::IoCost)
+    } else if q.iolatency {
+        Err(Reason::IoLatency)
+    } else if q.bfq {
+        Err(Reason::Bfq)
+    } else if f.file && q.throttle {
+        Err(Reason::FileIoMax)
+    } else {
+        Ok(())
+    }
+}
+
+#[kunit_tests(nvmet_cgroup_fast_path)]
+mod tests {
+    use super::*;
+    use crate::nvmet::QueueFacts;
+
+    /// A bdev Read or Write from a kthread on a plain blk-mq queue.
+    const PLAIN: Facts = Facts {
+        read_write: true,
+        kthread_task: true,
+        file: false,
+        queue: Some(QueueFacts {
+            blk_mq: true,
+            iocost: false,
+            iolatency: false,
+            bfq: false,
+            throttle: false,
+        }),
+    };
+
+    fn with_queue(change: fn(&mut QueueFacts)) -> Facts {
+        let mut f = PLAIN;
+        if let Some(q) = f.queue.as_mut() {
+            change(q);
+        }
+        f
+    }
+
+    #[test]
+    fn each_fact_decides() {
+        let file = Facts {
+            file: true,
+            ..PLAIN
+        };
+        let cases: [(Facts, Result<(), Reason>); 12] = [
+            (PLAIN, Ok(())),
+            (file, Ok(())),
+            (with_queue(|q| q.throttle = true), Ok(())),
+            (
+                Facts {
+                    read_write: false,
+                    ..PLAIN
+                },
+                Err(Reason::NotReadWrite),
+            ),
+            (
+                Facts {
+                    kthread_task: false,
+                    ..PLAIN
+                },
+                Err(Reason::NotKthread),
+            ),
+            (
+                Facts {
+                    queue: None,
+                    ..PLAIN
+                },
+                Err(Reason::QueueUnknown),
+            ),
+            (with_queue(|q| q.blk_mq = false), Err(Reason::BioBased)),
+            (with_queue(|q| q.iocost = true), Err(Reason::IoCost)),
+            (with_queue(|q| q.iolatency = true), Err(Reason::IoLatency)),
+            (with_queue(|q| q.bfq = true), Err(Reason::Bfq)),
+            (
+                Facts {
+                    file: true,
+                    ..with_queue(|q| q.throttle = true)
+                },
+                Err(Reason::FileIoMax),
+            ),
+            (
+                Facts {
+                    read_write: false,
+                    ..with_queue(|q| q.iocost = true)
+                },
+                Err(Reason::NotReadWrite),
+            ),
+        ];
+        for (facts, expected) in cases {
+            assert_eq!(check(&facts), expected);
+        }
+    }
+
+    #[test]
+    fn each_mode_decides() {
+        let softirq = Facts {
+            kthread_task: false,
+            ..PLAIN
+        };
+        let iocost = with_queue(|q| q.iocost = true);
+        let cases: [(Mode, Facts, Result<(), Reason>); 8] = [
+            (Mode::Lanes, PLAIN, Err(Reason::FastPathOff)),
+            (Mode::FastPath, PLAIN, Ok(())),
+            (Mode::FastPath, iocost, Err(Reason::IoCost)),
+            (Mode::FastPath, softirq, Err(Reason::NotKthread)),
+            (Mode::Inline, iocost, Ok(())),
+            (Mode::Inline, PLAIN, Ok(())),
+            // An nvmet-fc LLDD's completion context must not be associated.
+            (Mode::Inline, softirq, Err(Reason::NotKthread)),
+            (
+                Mode::Inline,
+                Facts {
+                    kthread_task: false,
+                    ..iocost
+                },
+                Err(Reason::NotKthread),
+            ),
+        ];
+        for (mode, facts, expected) in cases {
+            assert_eq!(mode.decide(&facts), expected);
+        }
+        assert_eq!(Mode::from_parameters(true, false), Mode::FastPath);
+        assert_eq!(Mode::from_parameters(false, false), Mode::Lanes);
+        assert_eq!(Mode::from_parameters(false, true), Mode::Inline);
+        assert_eq!(Mode::from_parameters(true, true), Mode::Inline);
+    }
+}

@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: GPL-2.0
+# Test cases reported with the kernel's kselftest/ktap_helpers.sh; sourced.
+#
+#   run_case NAME CMD...   run CMD; its output becomes KTAP comments, and the
+#                          case is "ok" or "not ok" by its exit status
+#
+# ktap_helpers.sh is found next to this directory in a kernel tree
+# (tools/testing/selftests/kselftest/), or where the project's guest installs
+# it (/usr/share/kselftest/, from the kernel that was built).
+
+for ktap_dir in "$(dirname "${BASH_SOURCE[0]}")/../kselftest" /usr/share/kselftest; do
+	if [ -f "$ktap_dir/ktap_helpers.sh" ]; then
+		. "$ktap_dir/ktap_helpers.sh"
+		break
+	fi
+done
+if ! declare -F ktap_test_pass >/dev/null; then
+	echo "Bail out! kselftest/ktap_helpers.sh not found"
+	exit 1
+fi
+
+run_case() {
+	local name=$1 out rc start=$SECONDS
+	shift
+	out=$("$@" 2>&1)
+	rc=$?
+	[ -z "$out" ] || printf '%s\n' "$out" | sed 's/^/# /'
+	echo "# $name took $((SECONDS - start)) s"
+	if [ "$rc" = 0 ]; then
+		ktap_test_pass "$name"
+	else
+		echo "# exit status $rc"
+		ktap_test_fail "$name"
+	fi
+	return "$rc"
+}
