@@ -46,9 +46,12 @@ setup() {
 noisy_throttled() {
 	local dq dn pq pn line depth= i
 	dq=$(host_dev "$NQN" 1) && dn=$(host_dev "$NQN" 2) || return
-	fio_job "$dn" randread 64k --time_based --runtime="$RUNTIME" > /tmp/iolat-noisy &
+	# fio itself in the background, so that an interrupt ends it early
+	fio --name=noisy --filename="$dn" --rw=randread --bs=64k --direct=1 --ioengine=libaio \
+		--iodepth=32 --time_based --runtime="$RUNTIME" --minimal > /tmp/iolat-noisy 2>&1 &
 	pn=$!
-	fio_job "$dq" randread 4k --iodepth=1 --time_based --runtime="$RUNTIME" > /tmp/iolat-prot &
+	fio --name=protected --filename="$dq" --rw=randread --bs=4k --direct=1 --ioengine=libaio \
+		--iodepth=1 --time_based --runtime="$RUNTIME" --minimal > /tmp/iolat-prot 2>&1 &
 	pq=$!
 	for ((i = 0; i < RUNTIME * 2; i++)); do
 		sleep 0.5
@@ -56,10 +59,9 @@ noisy_throttled() {
 		depth=$(echo "$line" | sed -n 's/.* depth=\([0-9a-z]*\).*/\1/p')
 		[ -z "$depth" ] || [ "$depth" = max ] || break
 	done
-	echo "after $((i / 2)) s: noisy io.stat: $line"
+	echo "after $(((i + 1) / 2)) s: noisy io.stat: $line"
 	echo "protected io.stat: $(grep "^$(devnum /dev/nullb0) " "$CG/iolat/protected/io.stat")"
-	echo "parent io.stat: $(grep "^$(devnum /dev/nullb0) " "$CG/iolat/io.stat")"
-	pkill -INT -x fio
+	kill -INT $pn $pq 2>/dev/null
 	wait $pn; wait $pq
 	[ -n "$depth" ] && [ "$depth" != max ] ||
 		fail "the noisy cgroup was never throttled (depth=${depth:-none})"

@@ -13,7 +13,8 @@
 # limit: under emulation with KASAN a discovery alone has taken 8 s on a
 # slow host.  The times are printed, with the same operations without a
 # stall for comparison.  Then B's reads complete and A enables again.
-# A and B are in two subsystems, so that the host's reads of A's partition
+# Each connect to B costs one STALL_S too: the host reads the partition
+# table.  A and B are in two subsystems, so that the host's reads of A's partition
 # table when A changes do not queue behind B on one nvme-tcp queue.
 cd "$(dirname "$0")" || exit 1
 . ./case_lib.sh
@@ -33,6 +34,8 @@ setup() {
 	modprobe nvmet &&
 	nullb_create nullb0 64 irqmode=2 completion_nsec=$((STALL_S * 1000000000)) hw_queue_depth=1 &&
 	nullb_create nullb1 64 &&
+	# null_blk's own request timeout (5 s) would fail B's reads
+	echo 120000 > /sys/block/nullb0/queue/io_timeout &&
 	cg_create stall/a && cg_create stall/b &&
 	subsys_create "$NQN_A" && subsys_create "$NQN_B" && port_create 1 tcp &&
 	port_add_subsys 1 "$NQN_A" && port_add_subsys 1 "$NQN_B"
