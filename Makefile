@@ -2,7 +2,8 @@
 #
 # Entry points.  `make` builds nvmet_cgroup.ko against the cached debug kernel
 # (building that kernel first if it is stale); `make check` runs every test;
-# `make demo` shows a throttled namespace in the VM.  See README.md.
+# `make demo` shows a throttled namespace in the VM; `make install` installs
+# the module, the nvmet-cgroup CLI and its files.  See README.md.
 
 FLAVOUR ?= debug
 CACHE ?= $(or $(NVMET_CGROUP_CACHE),$(HOME)/.cache/nvmet-cgroup)
@@ -13,7 +14,8 @@ LLVM_FLAGS = $(if $(shell grep -s '^CONFIG_CC_IS_CLANG=y' $(KDIR)/.config),LLVM=
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) MO=$(MO) $(LLVM_FLAGS)
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: all module kernel deps check demo bench vm fmt fmt-check clippy rust-analyzer clean
+.PHONY: all module kernel deps check demo bench vm fmt fmt-check clippy rust-analyzer clean \
+	cli install
 
 all: module
 
@@ -57,6 +59,28 @@ bench:
 #   make vm ARGS='-- cat /sys/kernel/config/nvmet/...'
 vm:
 	scripts/vm $(ARGS)
+
+# The userspace CLI (tools/nvmet-cgroup, a Cargo workspace member).
+CARGO ?= cargo
+cli:
+	$(CARGO) build --release --locked -p nvmet-cgroup
+
+# make install [DESTDIR=DIR] [KDIR=/lib/modules/$(uname -r)/build]: the
+# module into lib/modules/VERSION/updates (modules_install runs depmod), the
+# softdep that loads it with nvmet, the CLI, its systemd unit and its man
+# page.  The module needs an nvmet with patches/ applied (README.md).
+PREFIX ?= /usr
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
+UNITDIR ?= /lib/systemd/system
+MODPROBEDIR ?= /etc/modprobe.d
+install: module cli
+	$(KMAKE) INSTALL_MOD_PATH=$(abspath $(DESTDIR)/) INSTALL_MOD_DIR=updates modules_install
+	install -D -m 0644 packaging/modprobe.d/nvmet-cgroup.conf $(DESTDIR)$(MODPROBEDIR)/nvmet-cgroup.conf
+	install -D -m 0755 target/release/nvmet-cgroup $(DESTDIR)$(SBINDIR)/nvmet-cgroup
+	install -D -m 0644 packaging/systemd/nvmet-cgroup.service $(DESTDIR)$(UNITDIR)/nvmet-cgroup.service
+	install -d $(DESTDIR)$(MANDIR)/man8
+	target/release/nvmet-cgroup man > $(DESTDIR)$(MANDIR)/man8/nvmet-cgroup.8
 
 clean:
 	rm -rf build

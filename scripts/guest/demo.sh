@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Runs in the guest (see scripts/demo): export a ramdisk namespace over
-# nvme-loop, give it a cgroup, and show io.max throttling it.
+# nvme-loop, give it a cgroup, and show io.max throttling it, in three
+# commands of the nvmet-cgroup CLI (bind, limit, status; built by
+# scripts/demo).
 set -euo pipefail
 cd "$(dirname "$0")/../../tools/testing/selftests/nvmet_cgroup"
 . ./nvmet_lib.sh
@@ -9,18 +11,19 @@ cd "$(dirname "$0")/../../tools/testing/selftests/nvmet_cgroup"
 
 NQN=nqn.2026-11.io.nvmet-cgroup:demo
 NS=$NVMET_CFS/subsystems/$NQN/namespaces/1
+CLI=$(cd ../../../.. && pwd)/target/release/nvmet-cgroup
 
 echo "== nvmet_cgroup is loaded into the nvmet stack"
 lsmod | grep -E '^(nvmet_cgroup|nvmet) '
 dmesg | grep 'nvmet_cgroup:' | tail -n 3
 
 brd_create 256
-cg_create tenant-a
 subsys_create "$NQN"
 mkdir "$NS"
 echo -n /dev/ram0 > "$NS/device_path"
-echo "== cgroup tenant-a has id $(cg_id tenant-a); writing it to $NS/cgroup_id"
-cg_id tenant-a > "$NS/cgroup_id"
+echo "== nvmet-cgroup bind $NQN 1 --cgroup tenant-a --create"
+"$CLI" bind "$NQN" 1 --cgroup tenant-a --create
+echo "   (cgroup_id is now $(cat "$NS/cgroup_id"), the inode number of /sys/fs/cgroup/tenant-a)"
 echo 1 > "$NS/enable"
 port_create 1 loop
 port_add_subsys 1 "$NQN"
@@ -36,10 +39,12 @@ run() {	# LABEL
 echo "== fio 4k randread, iodepth 32, on $dev (namespace 1, /dev/ram0)"
 unlimited=$(run "no limit")
 limit=$((unlimited / 4))
-echo "$(devnum /dev/ram0) riops=$limit" > "$CG/tenant-a/io.max"
+echo "== nvmet-cgroup limit $NQN 1 --riops $limit"
+"$CLI" limit "$NQN" 1 --riops "$limit"
 limited=$(run "io.max riops=$limit on tenant-a")
 echo "== throttled to $((100 * limited / unlimited)) % of the unlimited rate (limit: 25 %)"
-echo "== tenant-a io.stat: $(grep "^$(devnum /dev/ram0) " "$CG/tenant-a/io.stat")"
+echo "== nvmet-cgroup status $NQN"
+"$CLI" status "$NQN"
 
 host_disconnect "$NQN"
 port_destroy 1

@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: GPL-2.0
+//! cgroup v2 directories: naming (paths and systemd slices), validation,
+//! creation with the io controller enabled on the way down, and lookup by ID.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use crate::paths::Roots;
+use crate::sysio;
+
+/// Which cgroup a namespace is to be charged to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A path relative to the cgroup root ("" is the root).
+    Path(String),
+    /// A systemd slice, by unit name (`a-b.slice`).
+    Slice(String),
+}
+
+/// Normalise a `--cgroup` argument to a path relative to the cgroup root:
+/// `tenant-a`, `/tenant-a` and `CGROUPFS/tenant-a` all name the same cgroup.
+pub fn normalize_path(roots: &Roots, arg: &str) -> Result<String> {
+    let p = Path::new(arg);
+    let rel = p.strip_prefix(&roots.cgroupfs).unwrap_or(p);
+    let mut parts = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::RootDir => {}
+            Component::Normal(s) => match s.to_str() {
+                Some(s) => parts.push(s),
+                None => bail!("cgroup path \"{arg}\" is not valid UTF-8"),
+            },
+            Component::CurDir | Component::ParentDir | Component::Prefix(_) => {
+                bail!("cgroup path \"{arg}\" must not contain \".\" or \"..\"")
+            }
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+/// Validate a path relative to the cgroup root as found in a saved file.
+pub fn check_rel(rel: &str) -> Result<()> {
+    if rel.starts_with('/') || rel.ends_with('/') {
+        bail!("cgroup path \"{rel}\" must be relative to the cgroup root, without a trailing /");
+    }
+    if !rel.is_empty()
+        && rel
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..")
+    {
+        bail!("cgroup path \"{rel}\" has an empty, \".\" or \"..\" component");
+    }
+    Ok(())
+}
+
+/// The cgroup path of a systemd slice: each dash adds a level, so
+/// `a-b-c.slice` is `a.slice/a-b.slice/a-b-c.slice`; `-.slice` is the root.
+pub fn slice_path(name: &str) -> Result<String> {
+    let bad = |why: &str| anyhow::anyhow!("invalid slice name \"{name}\": {why}");
+    let Some(stem) = name.strip_suffix(".slice") else {
+        return Err(bad("it must end in .slice"));
+    };
+    if stem == "-" {
+        return Ok(String::new());
+    }
+    if stem.is_empty() {
+        return Err(bad("the name before .slice is empty"));
+    }
+    if !stem
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, ':' | '_' | '.' | '\\' | '-'))
+    {
+        return Err(bad("only letters, digits and \":_.\\-\" are allowed"));
+    }
+    if stem.starts_with('-') || stem.ends_with('-') || stem.contains("--") {
+        return Err(bad(
+            "dashes separate levels, so none may be leading, trailing or doubled",
+        ));
+    }
+    let words: Vec<&str> = stem.split('-').collect();
+    let levels: Vec<String> = (1..=words.len())
+        .map(|n| format!("{}.slice", words[..n].join("-")))
+        .collect();
+    Ok(levels.join("/"))
+}
+
+/// If `rel` is the path of a slice (its last component is a slice whose
+/// path is `rel`), that slice's name.
+pub fn slice_of(rel: &str) -> Option<String> {
+    let last = rel.rsplit('/').next()?;
+    match slice_path(last) {
+        Ok(p) if p == rel && !rel.is_empty() => Some(last.to_string()),
+        _ => None,
+    }
+}
+
+/// A cgroup is a directory with a `cgroup.procs` file.
+pub fn is_cgroup(dir: &Path) -> bool {
+    dir.is_dir() && dir.join("cgroup.procs").is_file()
+}
+
+fn words(path: &Path) -> Result<Vec<String>> {
+    Ok(sysio::read(path)?
+        .split_whitespace()
+        .map(|w| w.trim_start_matches('+').to_string())
+        .collect())
+}
+
+fn io_available(dir: &Path) -> Result<bool> {
+    Ok(words(&dir.join("cgroup.controllers"))?
+        .iter()
+        .any(|w| w == "io"))
+}
+
+/// Whether `io` is enabled in `dir`'s `cgroup.subtree_control`.  Reads the
+/// file as the kernel shows it ("io memory") or, in a fixture, as the log of
+/// "+io"/"-io" writes.
+pub fn io_enabled_below(dir: &Path) -> Result<bool> {
+    let mut on = false;
+    for w in sysio::read(&dir.join("cgroup.subtree_control"))?.split_whitespace() {
+        match w {
+            "io" | "+io" => on = true,
+            "-io" => on = false,
+            _ => {}
+        }
+    }
+    Ok(on)
+}
+
+/// Creates a systemd slice; the one place the tool talks to systemd, so
+/// tests never run systemctl.
+pub trait Systemd {
+    fn ensure_slice(&self, name: &str) -> Result<()>;
+}
+
+/// The real thing: `systemctl set-property --runtime NAME IOAccounting=yes`
+/// (systemd enables io on every level down to the slice) and
+/// `systemctl start NAME` (which creates its cgroup).
+pub struct Systemctl;
+
+fn systemctl(args: &[&str]) -> Result<()> {
+    let shown = format!("systemctl {}", args.join(" "));
+    let out = Command::new("systemctl")
+        .args(args)
+        .output()
+        .with_context(|| format!("running {shown}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let first = err.lines().next().unwrap_or("").trim();
+        bail!("{shown} failed ({}): {first}", out.status);
+    }
+    Ok(())
+}
+
+impl Systemd for Systemctl {
+    fn ensure_slice(&self, name: &str) -> Result<()> {
+        systemctl(&["set-property", "--runtime", name, "IOAccounting=yes"])?;
+        systemctl(&["start", name])
+    }
+}
+
+/// What making a cgroup ready takes; computed without changing anything.
+#[derive(Debug)]
+pub struct Plan {
+    /// Path relative to the cgroup root.
+    pub rel: String,
+    pub slice: Option<String>,
+    /// Directories to create, top-down.
+    pub create: Vec<PathBuf>,
+    /// Directories whose `cgroup.subtree_control` needs `+io`, top-down.
+    pub enable_io: Vec<PathBuf>,
+}
+
+impl Plan {
+    pub fn dir(&self, roots: &Roots) -> PathBuf {
+        roots.cgroup_dir(&self.rel)
+    }
+}
+
+/// Check that `target` is (or, with `create`, can become) a cgroup that the
+/// io controller reaches, and say what has to change.
+pub fn plan(roots: &Roots, target: &Target, create: bool) -> Result<Plan> {
+    let (rel, slice) = match target {
+        Target::Path(p) => {
+            check_rel(p)?;
+            (p.clone(), slice_of(p))
+        }
+        Target::Slice(s) => (slice_path(s)?, Some(s.clone())),
+    };
+    let root = &roots.cgroupfs;
+    if !is_cgroup(root) {
+        bail!(
+            "{} is not a cgroup v2 hierarchy (no cgroup.procs)",
+            root.display()
+        );
+    }
+    let comps: Vec<&str> = if rel.is_empty() {
+        Vec::new()
+    } else {
+        rel.split('/').collect()
+    };
+    let mut dirs = vec![root.clone()];
+    for c in &comps {
+        let next = dirs[dirs.len() - 1].join(c);
+        dirs.push(next);
+    }
+    let mut create_dirs = Vec::new();
+    for d in &dirs[1..] {
+        if !create_dirs.is_empty() {
+            create_dirs.push(d.clone());
+        } else if d.exists() {
+            if !is_cgroup(d) {
+                bail!("{} is not a cgroup (no cgroup.procs)", d.display());
+            }
+        } else if create {
+            create_dirs.push(d.clone());
+        } else {
+            let what = match &slice {
+                Some(s) => format!("slice {s}"),
+                None => "cgroup".to_string(),
+            };
+            bail!(
+                "{what} {} does not exist (use --create to create it)",
+                d.display()
+            );
+        }
+    }
+    // Every level above the target needs io in its subtree_control.
+    let mut enable_io = Vec::new();
+    for d in &dirs[..dirs.len() - 1] {
+        if create_dirs.contains(d) {
+            enable_io.push(d.clone());
+            continue;
+        }
+        if !io_available(d)? {
+            bail!(
+                "io controller not available at {} (not in cgroup.controllers)",
+                d.display()
+            );
+        }
+        if !io_enabled_below(d)? {
+            enable_io.push(d.clone());
+        }
+    }
+    Ok(Plan {
+        rel,
+        slice,
+        create: create_dirs,
+        enable_io,
+    })
+}
+
+/// Carry out a plan; returns the cgroup's ID.  A slice on a systemd host is
+/// made by systemd; otherwise the directories are created here.
+pub fn apply(roots: &Roots, plan: &Plan, systemd: &dyn Systemd) -> Result<u64> {
+    if !plan.create.is_empty() {
+        match &plan.slice {
+            Some(name) if roots.systemd_booted() => {
+                systemd.ensure_slice(name)?;
+                let dir = plan.dir(roots);
+                if !dir.is_dir() {
+                    bail!("systemd did not create {} for {name}", dir.display());
+                }
+            }
+            _ => {
+                for d in &plan.create {
+                    fs::create_dir(d).with_context(|| format!("creating {}", d.display()))?;
+                }
+            }
+        }
+    }
+    for d in &plan.enable_io {
+        if !io_enabled_below(d).unwrap_or(false) {
+            sysio::write_control(&d.join("cgroup.subtree_control"), "+io")?;
+        }
+    }
+    id_of(&plan.dir(roots))
+}
+
+/// The cgroup ID: the inode number of its directory.
+pub fn id_of(dir: &Path) -> Result<u64> {
+    Ok(fs::metadata(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .ino())
+}
+
+/// The cgroup (relative path) whose directory has inode `id`, if any.
+pub fn find_by_id(roots: &Roots, id: u64) -> Result<Option<String>> {
+    if id == 0 {
+        return Ok(None);
+    }
+    let root = &roots.cgroupfs;
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        let md = match fs::symlink_metadata(&dir) {
+            Ok(m) => m,
+            Err(_) => continue,
+        };
+        if !md.is_dir() {
+            continue;
+        }
+        if md.ino() == id && is_cgroup(&dir) {
+            return Ok(roots.cgroup_rel(&dir));
+        }
+        let Ok(rd) = fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut subs: Vec<PathBuf> = rd
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
+            .map(|e| e.path())
+            .collect();
+        subs.sort();
+        subs.reverse();
+        stack.extend(subs);
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    #[test]
+    fn slice_names() {
+        let ok = [
+            ("-.slice", ""),
+            ("system.slice", "system.slice"),
+            ("tenants-a.slice", "tenants.slice/tenants-a.slice"),
+            ("a-b-c.slice", "a.slice/a-b.slice/a-b-c.slice"),
+            ("x_y:z.slice", "x_y:z.slice"),
+        ];
+        for (name, want) in ok {
+            assert_eq!(slice_path(name).ok().as_deref(), Some(want), "{name}");
+        }
+        let bad = [
+            "tenant",
+            ".slice",
+            "a--b.slice",
+            "-a.slice",
+            "a-.slice",
+            "a/b.slice",
+            "a b.slice",
+            "",
+        ];
+        for name in bad {
+            assert!(slice_path(name).is_err(), "{name}");
+        }
+    }
+
+    #[test]
+    fn slice_of_paths() {
+        let cases = [
+            ("a.slice/a-b.slice", Some("a-b.slice")),
+            ("a.slice", Some("a.slice")),
+            ("tenant-a", None),
+            ("x/a.slice", None),
+            ("", None),
+        ];
+        for (rel, want) in cases {
+            assert_eq!(slice_of(rel).as_deref(), want, "{rel}");
+        }
+    }
+
+    #[test]
+    fn normalize() {
+        let roots = Roots::default();
+        let cases = [
+            ("tenant-a", Some("tenant-a")),
+            ("/tenant-a/", Some("tenant-a")),
+            ("/sys/fs/cgroup/t/a", Some("t/a")),
+            ("/", Some("")),
+            ("a/../b", None),
+            ("./a", None),
+        ];
+        for (arg, want) in cases {
+            assert_eq!(normalize_path(&roots, arg).ok().as_deref(), want, "{arg}");
+        }
+    }
+
+    struct FakeSystemd {
+        cgroupfs: PathBuf,
+        calls: RefCell<Vec<String>>,
+    }
+
+    impl Systemd for FakeSystemd {
+        fn ensure_slice(&self, name: &str) -> Result<()> {
+            self.calls.borrow_mut().push(name.to_string());
+            let dir = self.cgroupfs.join(slice_path(name)?);
+            fs::create_dir_all(&dir)?;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn slice_goes_through_systemd_when_booted_with_it() -> Result<()> {
+        let t = tempfile::tempdir()?;
+        let cg = t.path().join("cg");
+        fs::create_dir_all(&cg)?;
+        fs::write(cg.join("cgroup.procs"), "")?;
+        fs::write(cg.join("cgroup.controllers"), "io memory\n")?;
+        fs::write(cg.join("cgroup.subtree_control"), "")?;
+        fs::create_dir_all(t.path().join("run/systemd/system"))?;
+        let roots = Roots {
+            cgroupfs: cg.clone(),
+            rundir: t.path().join("run"),
+            ..Roots::default()
+        };
+        let p = plan(&roots, &Target::Slice("t-a.slice".into()), true)?;
+        assert_eq!(p.rel, "t.slice/t-a.slice");
+        let fake = FakeSystemd {
+            cgroupfs: cg.clone(),
+            calls: RefCell::new(Vec::new()),
+        };
+        // The fake makes plain directories: give them what the kernel would.
+        let res = apply(&roots, &p, &fake);
+        assert_eq!(fake.calls.borrow().as_slice(), ["t-a.slice".to_string()]);
+        assert!(res.is_err(), "t.slice has no subtree_control in the fake");
+        fs::write(cg.join("t.slice/cgroup.subtree_control"), "io\n")?;
+        let id = apply(&roots, &p, &fake)?;
+        assert_eq!(id, id_of(&cg.join("t.slice/t-a.slice"))?);
+        assert!(io_enabled_below(&cg)?);
+        Ok(())
+    }
+}

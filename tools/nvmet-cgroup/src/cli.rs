@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The command line (clap derive); also the source of the man page.
+
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args, Parser, Subcommand};
+
+use crate::limits::{self, Latency, Limit, Weight};
+use crate::paths::Roots;
+
+/// Bind NVMe-oF target (nvmet) namespaces to cgroups and set their io limits.
+#[derive(Debug, Parser)]
+#[command(
+    name = "nvmet-cgroup",
+    version,
+    long_about = "Bind NVMe-oF target (nvmet) namespaces to cgroup v2 cgroups and set their \
+io limits.\n\nA namespace is named as nvmetcli names it: subsystem NQN and NSID. `bind` \
+writes the cgroup's ID to the namespace's configfs attribute cgroup_id (the I/O of the \
+namespace is then charged to that cgroup; the nvmet_cgroup module must be loaded to enable \
+it), `limit` writes io.max, io.weight and io.latency for the disks behind the namespace, \
+`save` and `restore` keep the bindings and limits across reboots (cgroup IDs are not stable, \
+so cgroups are recorded by path and devices by /dev path). Runs as root."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub roots: RootArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Filesystem roots (hidden; for tests against fixture trees).
+#[derive(Debug, Args)]
+pub struct RootArgs {
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        env = "NVMET_CGROUP_CONFIGFS",
+        default_value = "/sys/kernel/config/nvmet"
+    )]
+    pub configfs: PathBuf,
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        env = "NVMET_CGROUP_CGROUPFS",
+        default_value = "/sys/fs/cgroup"
+    )]
+    pub cgroupfs: PathBuf,
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        env = "NVMET_CGROUP_SYSFS",
+        default_value = "/sys"
+    )]
+    pub sysfs: PathBuf,
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        env = "NVMET_CGROUP_DEVFS",
+        default_value = "/dev"
+    )]
+    pub devfs: PathBuf,
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        env = "NVMET_CGROUP_DEBUGFS",
+        default_value = "/sys/kernel/debug"
+    )]
+    pub debugfs: PathBuf,
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        env = "NVMET_CGROUP_RUNDIR",
+        default_value = "/run"
+    )]
+    pub rundir: PathBuf,
+    /// JSON table of device numbers for paths ({"PATH": {"block": "MAJ:MIN"}}), for tests.
+    #[arg(long, global = true, hide = true, env = "NVMET_CGROUP_DEVMAP")]
+    pub dev_map: Option<PathBuf>,
+}
+
+impl RootArgs {
+    pub fn roots(&self) -> Roots {
+        Roots {
+            configfs: self.configfs.clone(),
+            cgroupfs: self.cgroupfs.clone(),
+            sysfs: self.sysfs.clone(),
+            devfs: self.devfs.clone(),
+            debugfs: self.debugfs.clone(),
+            rundir: self.rundir.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Charge a namespace's I/O to a cgroup (writes the cgroup's ID to cgroup_id).
+    ///
+    /// Every cgroup above it gets +io in cgroup.subtree_control. An enabled
+    /// namespace is refused unless --reenable is given.
+    Bind(BindArgs),
+    /// Stop charging a namespace's I/O to a cgroup (writes 0 to cgroup_id).
+    Unbind(UnbindArgs),
+    /// Set io.max, io.weight or io.latency of a bound namespace's cgroup for
+    /// each disk behind the namespace.
+    ///
+    /// The disks are found from device_path through partitions (their whole
+    /// disk), dm and md (their slaves) and loop devices (their backing file's
+    /// filesystem device). Sizes take K, M, G, T suffixes, all powers of 1024
+    /// (as systemd's IO*Max= settings), for bytes and for IOPS alike; only
+    /// whole numbers; "max" removes a limit.
+    Limit(LimitArgs),
+    /// Show namespaces, their cgroups, devices, limits and io.stat counters.
+    Status(StatusArgs),
+    /// Record every bound namespace's cgroup and limits in FILE.
+    ///
+    /// Cgroups are recorded by path (relative to the cgroup root), devices by
+    /// /dev/disk/by-id/ link or /dev name; the file is replaced atomically.
+    Save(SaveArgs),
+    /// Apply a file written by save: create missing cgroups, write the
+    /// limits, then the cgroup's current ID.
+    ///
+    /// The whole file is validated before anything changes. Namespaces that
+    /// are enabled are disabled and enabled again around the cgroup_id
+    /// change (hosts see the namespace go away briefly), unless
+    /// --no-reenable is given. Running it again changes nothing.
+    Restore(RestoreArgs),
+    /// Print the man page (roff), for installing as nvmet-cgroup.8.
+    #[command(hide = true)]
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub struct NsArgs {
+    /// Subsystem NQN.
+    pub nqn: String,
+    /// Namespace ID.
+    #[arg(value_parser = clap::value_parser!(u32).range(1..))]
+    pub nsid: u32,
+}
+
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct TargetArgs {
+    /// The cgroup, relative to the cgroup root (e.g. tenant-a).
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<String>,
+    /// A systemd slice (a-b.slice is a.slice/a-b.slice); created through
+    /// systemctl on a systemd host.
+    #[arg(long, value_name = "NAME.slice")]
+    pub slice: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BindArgs {
+    #[command(flatten)]
+    pub ns: NsArgs,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Create the cgroup (or slice) if it does not exist.
+    #[arg(long)]
+    pub create: bool,
+    /// If the namespace is enabled: disable it, change cgroup_id, enable it
+    /// again (restoring the old cgroup_id if that fails).
+    #[arg(long)]
+    pub reenable: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UnbindArgs {
+    #[command(flatten)]
+    pub ns: NsArgs,
+    /// If the namespace is enabled: disable it, clear cgroup_id, enable it again.
+    #[arg(long)]
+    pub reenable: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("settings").required(true).multiple(true)
+    .args(["riops", "wiops", "rbps", "wbps", "weight", "latency"])))]
+pub struct LimitArgs {
+    #[command(flatten)]
+    pub ns: NsArgs,
+    /// Read I/Os per second (io.max riops): N, NK, NM, NG (x1024) or max.
+    #[arg(long, value_name = "V", allow_hyphen_values = true, value_parser = limits::parse_iops)]
+    pub riops: Option<Limit>,
+    /// Write I/Os per second (io.max wiops): N, NK, NM, NG (x1024) or max.
+    #[arg(long, value_name = "V", allow_hyphen_values = true, value_parser = limits::parse_iops)]
+    pub wiops: Option<Limit>,
+    /// Read bytes per second (io.max rbps): N, NK, NM, NG, NT (x1024) or max.
+    #[arg(long, value_name = "V", allow_hyphen_values = true, value_parser = limits::parse_bytes)]
+    pub rbps: Option<Limit>,
+    /// Write bytes per second (io.max wbps): N, NK, NM, NG, NT (x1024) or max.
+    #[arg(long, value_name = "V", allow_hyphen_values = true, value_parser = limits::parse_bytes)]
+    pub wbps: Option<Limit>,
+    /// Device weight (io.weight "MAJ:MIN N"), 1 to 10000, or default.
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = limits::parse_weight)]
+    pub weight: Option<Weight>,
+    /// io.latency target with a unit: Nus, Nms, Ns, or max.
+    #[arg(long, value_name = "T", allow_hyphen_values = true, value_parser = limits::parse_latency)]
+    pub latency: Option<Latency>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Only this subsystem.
+    pub nqn: Option<String>,
+    /// Only this namespace.
+    #[arg(requires = "nqn", value_parser = clap::value_parser!(u32).range(1..))]
+    pub nsid: Option<u32>,
+    /// Print JSON: {"version":1,"namespaces":[...]}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub const DEFAULT_FILE: &str = "/etc/nvmet/cgroup.json";
+
+#[derive(Debug, Args)]
+pub struct SaveArgs {
+    /// The file to write.
+    #[arg(default_value = DEFAULT_FILE)]
+    pub file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// The file to read.
+    #[arg(default_value = DEFAULT_FILE)]
+    pub file: PathBuf,
+    /// Fail for enabled namespaces instead of disabling and re-enabling them.
+    #[arg(long)]
+    pub no_reenable: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

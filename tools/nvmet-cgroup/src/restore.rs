@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+//! `restore`: apply a save file (parsed and validated whole first): per
+//! record, create the cgroup if missing, write the limits on the devices
+//! found again from their `/dev` paths, then write the fresh cgroup ID.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use crate::apply;
+use crate::bind::{self, show_rel};
+use crate::cgroupfs::{self, Systemd};
+use crate::config::{self, Record};
+use crate::configfs::Namespace;
+use crate::device::{self, DevLookup, DevT};
+use crate::limits::Change;
+use crate::paths::Roots;
+
+const HINT: &str = "restore was run with --no-reenable";
+
+fn one(
+    roots: &Roots,
+    lookup: &dyn DevLookup,
+    systemd: &dyn Systemd,
+    r: &Record,
+    reenable: bool,
+) -> Result<String> {
+    let ns = Namespace::open(roots, &r.nqn, r.nsid)?;
+    // Everything that can be checked before a change is checked first.
+    let mut wanted: Vec<(DevT, Change)> = Vec::new();
+    for d in &r.devices {
+        let leaves = device::resolve_recorded(roots, lookup, &d.path)
+            .with_context(|| format!("device {}", d.path))?;
+        let change = Change::from_limits(&d.limits());
+        wanted.extend(leaves.into_iter().map(|l| (l, change)));
+    }
+    let plan = cgroupfs::plan(roots, &r.target(), true)?;
+    let dir = plan.dir(roots);
+    let known = if plan.create.is_empty() {
+        for (_, c) in &wanted {
+            apply::check_files(&dir, c)?;
+        }
+        Some(cgroupfs::id_of(&dir)?)
+    } else {
+        None
+    };
+    let cur = bind::precheck(roots, &ns, known, reenable, HINT)?;
+
+    let id = cgroupfs::apply(roots, &plan, systemd)?;
+    let mut written = 0;
+    for (dev, c) in &wanted {
+        let rest = c.minus(&apply::read_limits(&dir, *dev)?);
+        if rest.is_empty() {
+            continue;
+        }
+        apply::check_files(&dir, &rest)?;
+        written += apply::write_change(&dir, *dev, &rest)?.len();
+    }
+    let changed = bind::swap(&ns, &cur, id)?;
+    let what = match (changed, written) {
+        (false, 0) => "unchanged".to_string(),
+        (true, n) => format!("cgroup_id set, {n} limit line(s) written"),
+        (false, n) => format!("{n} limit line(s) written"),
+    };
+    Ok(format!(
+        "{}: cgroup {} (id {id}): {what}",
+        ns.label(),
+        show_rel(&plan.rel)
+    ))
+}
+
+pub fn restore(
+    roots: &Roots,
+    lookup: &dyn DevLookup,
+    systemd: &dyn Systemd,
+    file: &Path,
+    reenable: bool,
+    out: &mut String,
+) -> Result<()> {
+    let text = crate::sysio::read(file)?;
+    let doc = config::parse(&text).with_context(|| format!("{}", file.display()))?;
+    let mut failed = 0;
+    for r in &doc.namespaces {
+        match one(roots, lookup, systemd, r, reenable) {
+            Ok(msg) => {
+                let _ = writeln!(out, "{msg}");
+            }
+            Err(e) => {
+                failed += 1;
+                crate::print_error(&format!("{}: {e:#}", r.label()));
+            }
+        }
+    }
+    if failed > 0 {
+        bail!(
+            "{failed} of {} record(s) in {} could not be restored",
+            doc.namespaces.len(),
+            file.display()
+        );
+    }
+    let _ = writeln!(out, "restored {} namespace(s)", doc.namespaces.len());
+    Ok(())
+}

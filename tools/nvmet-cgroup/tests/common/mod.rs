@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Fixture trees (configfs, cgroupfs, sysfs, devfs) in a tempdir, and a
+//! runner for the real binary pointed at them.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::{symlink, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub const NQN_A: &str = "nqn.2014-08.org.example:a";
+pub const NQN_B: &str = "nqn.2014-08.org.example:b";
+
+/// Device numbers of the fixture's block devices.
+#[derive(Clone, Copy)]
+pub struct Devs {
+    pub sdb: (u32, u32),
+    pub sdb1: (u32, u32),
+    pub sdc: (u32, u32),
+    pub sdd: (u32, u32),
+    pub dm0: (u32, u32),
+    pub loop0: (u32, u32),
+    /// The disk the loop device's backing file lives on.
+    pub sde: (u32, u32),
+    /// device_path of namespace 4, absent from sysfs.
+    pub ghost: (u32, u32),
+}
+
+pub const BOOT1: Devs = Devs {
+    sdb: (8, 16),
+    sdb1: (8, 17),
+    sdc: (8, 32),
+    sdd: (8, 48),
+    dm0: (253, 0),
+    loop0: (7, 0),
+    sde: (8, 64),
+    ghost: (8, 200),
+};
+
+/// After a "reboot" the disks come up with other numbers.
+pub const BOOT2: Devs = Devs {
+    sdb: (8, 96),
+    sdb1: (8, 97),
+    sdc: (8, 112),
+    sdd: (8, 128),
+    dm0: (253, 3),
+    loop0: (7, 5),
+    sde: (8, 144),
+    ghost: (8, 201),
+};
+
+pub fn d((a, b): (u32, u32)) -> String {
+    format!("{a}:{b}")
+}
+
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+}
+
+fn write(p: &Path, s: &str) {
+    if let Some(parent) = p.parent() {
+        fs::create_dir_all(parent).unwrap();
+    }
+    fs::write(p, s).unwrap();
+}
+
+impl Fixture {
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn p(&self, rel: &str) -> PathBuf {
+        self.root().join(rel)
+    }
+    pub fn cg(&self, rel: &str) -> PathBuf {
+        self.p("cgroup").join(rel)
+    }
+    pub fn ns(&self, nqn: &str, nsid: u32) -> PathBuf {
+        self.p(&format!("configfs/subsystems/{nqn}/namespaces/{nsid}"))
+    }
+    pub fn read(&self, rel: &str) -> String {
+        fs::read_to_string(self.p(rel)).unwrap()
+    }
+    pub fn ino(&self, cg_rel: &str) -> u64 {
+        fs::metadata(self.cg(cg_rel)).unwrap().ino()
+    }
+    pub fn cgroup_id(&self, nqn: &str, nsid: u32) -> u64 {
+        fs::read_to_string(self.ns(nqn, nsid).join("cgroup_id"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    /// A cgroup directory with the files the tool reads and writes.
+    pub fn make_cgroup(&self, rel: &str, controllers: &str) {
+        let dir = self.cg(rel);
+        fs::create_dir_all(&dir).unwrap();
+        for (f, c) in [
+            ("cgroup.procs", ""),
+            ("cgroup.controllers", controllers),
+            ("cgroup.subtree_control", ""),
+            ("io.max", ""),
+            ("io.weight", "default 100\n"),
+            ("io.latency", ""),
+            ("io.stat", ""),
+        ] {
+            let p = dir.join(f);
+            if !p.exists() {
+                fs::write(p, c).unwrap();
+            }
+        }
+    }
+
+    pub fn make_ns(&self, nqn: &str, nsid: u32, device_path: &Path, enabled: bool, id: u64) {
+        let dir = self.ns(nqn, nsid);
+        write(
+            &dir.join("device_path"),
+            &format!("{}\n", device_path.display()),
+        );
+        write(&dir.join("enable"), if enabled { "1\n" } else { "0\n" });
+        write(&dir.join("buffered_io"), "0\n");
+        write(&dir.join("cgroup_id"), &format!("{id}\n"));
+    }
+
+    /// SYSFS/dev/block and SYSFS/devices, DEVFS nodes (plain files) and the
+    /// device map that says what those nodes are.
+    pub fn make_devices(&self, devs: &Devs) {
+        let sys = self.p("sys");
+        let blk = sys.join("devices/virtual/block");
+        let disk = |name: &str, dev: (u32, u32)| -> PathBuf {
+            let dir = blk.join(name);
+            write(&dir.join("dev"), &format!("{}\n", d(dev)));
+            write(
+                &dir.join("uevent"),
+                &format!(
+                    "MAJOR={}\nMINOR={}\nDEVNAME={name}\nDEVTYPE=disk\n",
+                    dev.0, dev.1
+                ),
+            );
+            dir
+        };
+        let sdb = disk("sdb", devs.sdb);
+        let sdb1 = sdb.join("sdb1");
+        write(&sdb1.join("dev"), &format!("{}\n", d(devs.sdb1)));
+        write(&sdb1.join("partition"), "1\n");
+        write(&sdb1.join("uevent"), "DEVNAME=sdb1\nDEVTYPE=partition\n");
+        let sdc = disk("sdc", devs.sdc);
+        let sdd = disk("sdd", devs.sdd);
+        let dm0 = disk("dm-0", devs.dm0);
+        fs::create_dir_all(dm0.join("slaves")).unwrap();
+        symlink(&sdc, dm0.join("slaves/sdc")).unwrap();
+        symlink(&sdd, dm0.join("slaves/sdd")).unwrap();
+        let sde = disk("sde", devs.sde);
+        let loop0 = disk("loop0", devs.loop0);
+        let backing = self.p("srv/backing.img");
+        write(&backing, "data");
+        write(
+            &loop0.join("loop/backing_file"),
+            &format!("{}\n", backing.display()),
+        );
+        let by_dev = sys.join("dev/block");
+        fs::create_dir_all(&by_dev).unwrap();
+        for (dir, dev) in [
+            (&sdb, devs.sdb),
+            (&sdb1, devs.sdb1),
+            (&sdc, devs.sdc),
+            (&sdd, devs.sdd),
+            (&dm0, devs.dm0),
+            (&sde, devs.sde),
+            (&loop0, devs.loop0),
+        ] {
+            let rel =
+                Path::new("../../devices/virtual/block").join(dir.strip_prefix(&blk).unwrap());
+            symlink(rel, by_dev.join(d(dev))).unwrap();
+        }
+        // DEVFS: nodes are plain files here; the device map gives their numbers.
+        let mut map = BTreeMap::new();
+        for (name, dev) in [
+            ("sdb", devs.sdb),
+            ("sdb1", devs.sdb1),
+            ("sdc", devs.sdc),
+            ("sdd", devs.sdd),
+            ("dm-0", devs.dm0),
+            ("loop0", devs.loop0),
+            ("ghost", devs.ghost),
+        ] {
+            let node = self.p("dev").join(name);
+            write(&node, "");
+            map.insert(
+                node.display().to_string(),
+                serde_json::json!({ "block": d(dev) }),
+            );
+        }
+        map.insert(
+            backing.display().to_string(),
+            serde_json::json!({ "file": d(devs.sde) }),
+        );
+        fs::create_dir_all(self.p("dev/disk/by-id")).unwrap();
+        symlink("../../sdb", self.p("dev/disk/by-id/wwn-0x5000c500a1b2c3d4")).unwrap();
+        symlink(
+            "../../sdb1",
+            self.p("dev/disk/by-id/wwn-0x5000c500a1b2c3d4-part1"),
+        )
+        .unwrap();
+        write(
+            &self.p("devmap.json"),
+            &serde_json::to_string_pretty(&map).unwrap(),
+        );
+    }
+
+    /// Remove what make_devices made (the devices come back with new numbers).
+    pub fn remove_devices(&self) {
+        for d in ["sys/devices", "sys/dev", "dev", "srv"] {
+            fs::remove_dir_all(self.p(d)).unwrap();
+        }
+        fs::remove_file(self.p("devmap.json")).unwrap();
+    }
+
+    pub fn make_cgroups(&self) {
+        self.make_cgroup("", "cpu io memory\n");
+        self.make_cgroup("tenant-a", "io\n");
+        self.make_cgroup("tenants.slice", "io\n");
+        self.make_cgroup("tenants.slice/tenants-b.slice", "io\n");
+        self.make_cgroup("noio", "memory\n");
+        self.make_cgroup("noio/child", "\n");
+        fs::create_dir_all(self.cg("notacg")).unwrap();
+    }
+
+    /// The standard fixture.
+    pub fn new() -> Fixture {
+        let f = Fixture {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        for d in ["configfs/subsystems", "debug", "run", "sys/module"] {
+            fs::create_dir_all(f.p(d)).unwrap();
+        }
+        f.make_cgroups();
+        f.make_devices(&BOOT1);
+        let dev = f.p("dev");
+        f.make_ns(NQN_A, 1, &dev.join("sdb1"), false, 0);
+        f.make_ns(NQN_A, 2, &dev.join("dm-0"), false, 0);
+        f.make_ns(NQN_A, 3, &dev.join("loop0"), false, 0);
+        f.make_ns(NQN_A, 4, &dev.join("ghost"), false, f.ino("tenant-a"));
+        f.make_ns(NQN_B, 1, &dev.join("sdb"), true, 0);
+        f
+    }
+
+    pub fn load_module(&self) {
+        fs::create_dir_all(self.p("sys/module/nvmet_cgroup")).unwrap();
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_nvmet-cgroup"));
+        c.env("NVMET_CGROUP_CONFIGFS", self.p("configfs"))
+            .env("NVMET_CGROUP_CGROUPFS", self.p("cgroup"))
+            .env("NVMET_CGROUP_SYSFS", self.p("sys"))
+            .env("NVMET_CGROUP_DEVFS", self.p("dev"))
+            .env("NVMET_CGROUP_DEBUGFS", self.p("debug"))
+            .env("NVMET_CGROUP_RUNDIR", self.p("run"))
+            .env("NVMET_CGROUP_DEVMAP", self.p("devmap.json"));
+        c
+    }
+
+    /// Run the binary: (exit code, stdout, stderr).
+    pub fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let o = self.cmd().args(args).output().unwrap();
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    }
+
+    /// Run and require success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let (code, out, err) = self.run(args);
+        assert_eq!(code, 0, "{args:?} failed: {err}\n{out}");
+        out
+    }
+
+    /// Every file, directory and symlink with its content.
+    pub fn snapshot(&self) -> BTreeMap<PathBuf, String> {
+        let mut out = BTreeMap::new();
+        let mut stack = vec![self.root().to_path_buf()];
+        while let Some(p) = stack.pop() {
+            let md = fs::symlink_metadata(&p).unwrap();
+            let rel = p.strip_prefix(self.root()).unwrap().to_path_buf();
+            if md.file_type().is_symlink() {
+                out.insert(rel, format!("-> {}", fs::read_link(&p).unwrap().display()));
+            } else if md.is_dir() {
+                out.insert(rel, format!("dir {}", md.ino()));
+                for e in fs::read_dir(&p).unwrap() {
+                    stack.push(e.unwrap().path());
+                }
+            } else {
+                out.insert(rel, fs::read_to_string(&p).unwrap());
+            }
+        }
+        out
+    }
+}
+
+/// The last line of a file.
+pub fn last_line(s: &str) -> &str {
+    s.lines().last().unwrap_or("")
+}

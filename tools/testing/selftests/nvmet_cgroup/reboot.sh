@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# The reboot story, with the nvmet-cgroup CLI (target/release/nvmet-cgroup,
+# built by scripts/check): namespaces configured in nvmetcli's order (created
+# and enabled unbound), then bound with `bind` (a cgroup path, and a systemd
+# slice name) and limited with `limit`, and `save`d.  Then a simulated
+# reboot: configfs, the cgroups, the null_blks and the module all go; the
+# cgroups come back in another order (every ID changes) and the null_blks
+# too (their device numbers swap); the target is recreated as `nvmetcli
+# restore` does, namespaces enabled before any binding, and the commands of
+# the shipped systemd unit (packaging/systemd/nvmet-cgroup.service) run.
+# Every namespace must end up charged to the same cgroup by path, with its
+# limits on its own device, and a second restore must change nothing.
+cd "$(dirname "$0")" || exit 1
+. ./case_lib.sh
+. ./nvmet_lib.sh
+. ./cgroup_lib.sh
+
+TOPDIR=$(cd ../../../.. && pwd)
+CLI=$TOPDIR/target/release/nvmet-cgroup
+UNIT=$TOPDIR/packaging/systemd/nvmet-cgroup.service
+NQN=nqn.2026-11.io.nvmet-cgroup:reboot
+MNT=/mnt/reboot
+SAVED=/tmp/reboot-cgroup.json
+RIOPS=500
+WBPS=10M
+RBPS=20M
+
+# the target as nvmetcli restore builds it: namespaces enabled, no cgroup_id
+target_up() {
+	subsys_create "$NQN" && ns_create "$NQN" 1 /dev/nullb0 &&
+	ns_create "$NQN" 2 "$MNT/ns.img" && port_create 1 loop && port_add_subsys 1 "$NQN"
+}
+
+# devices_up FIRST SECOND: the two null_blks in that order (the first gets
+# the lower minor), ext4 and the file namespace's file on nullb1
+devices_up() {
+	nullb_create "$1" 256 && nullb_create "$2" 256 &&
+	mkfs.ext4 -q -F -b 4096 /dev/nullb1 && mkdir -p "$MNT" && mount /dev/nullb1 "$MNT" &&
+	fallocate -l 64M "$MNT/ns.img"
+}
+
+# io_max_has CGROUP DEV EXPECTED: io.max's line for DEV holds EXPECTED
+io_max_has() {
+	local line
+	line=$(grep "^$(devnum "$2") " "$CG/$1/io.max")
+	echo "$1 io.max for $2 ($(devnum "$2")): ${line:-none}"
+	case " $line " in *" $3 "*) ;; *) fail "expected $3" ;; esac
+}
+
+setup() {
+	[ -x "$CLI" ] || fail "$CLI is missing: build it with make cli" || return
+	modprobe nvmet && devices_up nullb0 nullb1 && target_up && modprobe nvmet_cgroup
+}
+
+configure_and_save() {
+	"$CLI" bind "$NQN" 1 --cgroup tenants/a --create --reenable &&
+	"$CLI" bind "$NQN" 2 --slice tenants-b.slice --create --reenable &&
+	"$CLI" limit "$NQN" 1 --riops $RIOPS --wbps $WBPS &&
+	"$CLI" limit "$NQN" 2 --rbps $RBPS &&
+	"$CLI" save "$SAVED" || return
+	cat "$SAVED"
+	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/1/cgroup_id")" = "$(cg_id tenants/a)" ] &&
+	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/2/cgroup_id")" = \
+		"$(cg_id tenants.slice/tenants-b.slice)" ] || fail "cgroup_id not bound" || return
+	io_max_has tenants/a /dev/nullb0 riops=$RIOPS && io_max_has tenants/a /dev/nullb0 wbps=10485760 &&
+	io_max_has tenants.slice/tenants-b.slice /dev/nullb1 rbps=20971520 &&
+	! grep -qE '[0-9]+:[0-9]+' "$SAVED" || fail "the saved file names a device by MAJ:MIN"
+	cg_id tenants/a > /tmp/reboot-old-ids && cg_id tenants.slice/tenants-b.slice >> /tmp/reboot-old-ids &&
+	devnum /dev/nullb0 > /tmp/reboot-old-devs
+}
+
+# Everything goes, and comes back in another order.
+simulated_reboot() {
+	port_destroy 1 && subsys_destroy "$NQN" && rmmod nvmet_cgroup && umount "$MNT" &&
+	nullb_destroy nullb0 && nullb_destroy nullb1 && rmmod null_blk &&
+	cg_remove tenants && cg_remove tenants.slice || return
+	cg_create tenants.slice/tenants-b.slice && cg_create spare && cg_create tenants/a &&
+	devices_up nullb1 nullb0 && target_up || return
+	echo "cgroup IDs before: $(xargs < /tmp/reboot-old-ids); now: $(cg_id tenants/a) $(cg_id tenants.slice/tenants-b.slice)"
+	echo "nullb0 was $(cat /tmp/reboot-old-devs), now $(devnum /dev/nullb0); nullb1 now $(devnum /dev/nullb1)"
+	! grep -qx "$(cg_id tenants/a)" /tmp/reboot-old-ids &&
+	! grep -qx "$(cg_id tenants.slice/tenants-b.slice)" /tmp/reboot-old-ids ||
+		fail "a cgroup kept its ID" || return
+	[ "$(devnum /dev/nullb0)" != "$(cat /tmp/reboot-old-devs)" ] || fail "nullb0 kept its number" || return
+	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/1/enable")" = 1 ] &&
+	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/1/cgroup_id")" = 0 ] ||
+		fail "the namespace is not enabled unbound, as after nvmetcli restore"
+}
+
+# The unit's ExecStartPre and ExecStart lines, as systemd would run them.
+unit_restores() {
+	local line cmd
+	grep -q '^After=.*nvmet.service' "$UNIT" || fail "the unit is not ordered after nvmet.service" || return
+	while IFS= read -r line; do
+		cmd=${line#*=}
+		cmd=${cmd//\/usr\/sbin\/nvmet-cgroup/$CLI}
+		cmd=${cmd//\/etc\/nvmet\/cgroup.json/$SAVED}
+		[ -x /sbin/modprobe ] || cmd=${cmd//\/sbin\/modprobe/modprobe}
+		echo "unit: $cmd"
+		$cmd || fail "'$cmd' failed" || return
+	done < <(grep -E '^ExecStart(Pre)?=' "$UNIT")
+	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/1/cgroup_id")" = "$(cg_id tenants/a)" ] &&
+	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/2/cgroup_id")" = \
+		"$(cg_id tenants.slice/tenants-b.slice)" ] || fail "not bound to the same paths" || return
+	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/1/enable")" = 1 ] &&
+	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/2/enable")" = 1 ] || fail "not enabled again" || return
+	io_max_has tenants/a /dev/nullb0 riops=$RIOPS && io_max_has tenants/a /dev/nullb0 wbps=10485760 &&
+	io_max_has tenants.slice/tenants-b.slice /dev/nullb1 rbps=20971520 || return
+	! grep -q "^$(devnum /dev/nullb1) " "$CG/tenants/a/io.max" ||
+		fail "tenants/a has a limit on nullb1: a device number was restored, not a path"
+}
+
+restored_io_charged_by_path() {
+	local d1 d2 a0 b0 a1 b1 a2 b2
+	host_connect loop "$NQN" && d1=$(host_dev "$NQN" 1) && d2=$(host_dev "$NQN" 2) || return
+	a0=$(cg_stat tenants/a /dev/nullb0 rios); b0=$(cg_stat tenants.slice/tenants-b.slice /dev/nullb1 rios)
+	fio_job "$d1" randread 4k --size=2M >/dev/null || return
+	a1=$(cg_stat tenants/a /dev/nullb0 rios); b1=$(cg_stat tenants.slice/tenants-b.slice /dev/nullb1 rios)
+	fio_job "$d2" randread 4k --size=2M >/dev/null || return
+	a2=$(cg_stat tenants/a /dev/nullb0 rios); b2=$(cg_stat tenants.slice/tenants-b.slice /dev/nullb1 rios)
+	echo "ns 1 read 512: tenants/a +$((a1 - a0)), tenants-b +$((b1 - b0)); ns 2 read 512: tenants/a +$((a2 - a1)), tenants-b +$((b2 - b1))"
+	host_disconnect "$NQN" || return
+	[ $((a1 - a0)) -ge 512 ] && [ $((b1 - b0)) = 0 ] && [ $((a2 - a1)) = 0 ] && [ $((b2 - b1)) -ge 512 ] ||
+		fail "the I/O is not charged to the restored cgroups"
+	"$CLI" status --json "$NQN" | grep -q '"cgroup_path": *"tenants/a"' ||
+		fail "status --json does not show tenants/a"
+}
+
+restore_is_idempotent() {
+	local before after
+	before=$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/"*/cgroup_id; cat "$CG/tenants/a/io.max")
+	"$CLI" restore "$SAVED" || return
+	after=$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/"*/cgroup_id; cat "$CG/tenants/a/io.max")
+	[ "$before" = "$after" ] || fail "a second restore changed something"
+}
+
+teardown() {
+	port_destroy 1 && subsys_destroy "$NQN" && rmmod nvmet_cgroup nvme_loop && umount "$MNT" &&
+	cg_remove tenants && cg_remove tenants.slice && cg_remove spare &&
+	nullb_destroy nullb0 && nullb_destroy nullb1 && rmmod null_blk
+}
+
+ktap_print_header
+ktap_set_plan 7
+run_case "setup" setup
+run_case "bind_limit_save_with_the_cli" configure_and_save
+run_case "simulated_reboot_changes_ids_and_device_numbers" simulated_reboot
+run_case "systemd_unit_commands_restore_by_path" unit_restores
+run_case "restored_namespaces_charged_to_the_same_paths" restored_io_charged_by_path
+run_case "second_restore_changes_nothing" restore_is_idempotent
+run_case "teardown" teardown
+ktap_finished
