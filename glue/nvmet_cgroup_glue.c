@@ -57,6 +57,16 @@ u32 nvmet_cgroup_ns_nsid(const struct nvmet_ns *ns)
 	return ns->nsid;
 }
 
+const char *nvmet_cgroup_ns_subsys_nqn(const struct nvmet_ns *ns)
+{
+	return ns->subsys->subsysnqn;
+}
+
+bool nvmet_cgroup_ns_file(const struct nvmet_ns *ns)
+{
+	return !!ns->file;
+}
+
 bool nvmet_cgroup_req_ns_live(const struct nvmet_req *req)
 {
 	return test_bit(NVMET_NS_IO_LIVE, &req->ns->flags);
@@ -141,12 +151,16 @@ void nvmet_cgroup_req_facts(const struct nvmet_req *req,
 {
 	u8 opcode = req->cmd->common.opcode;
 
-	*facts = (struct nvmet_cgroup_facts) {
-		.read_write	= opcode == nvme_cmd_read ||
-				  opcode == nvme_cmd_write,
-		.kthread_task	= in_task() && (current->flags & PF_KTHREAD),
-		.file		= !!req->ns->file,
-	};
+	nvmet_cgroup_queue_facts(q, facts);
+	facts->read_write = opcode == nvme_cmd_read || opcode == nvme_cmd_write;
+	facts->kthread_task = in_task() && (current->flags & PF_KTHREAD);
+	facts->file = !!req->ns->file;
+}
+
+void nvmet_cgroup_queue_facts(struct request_queue *q,
+			      struct nvmet_cgroup_facts *facts)
+{
+	*facts = (struct nvmet_cgroup_facts) { };
 	if (!q || !percpu_ref_tryget_live(&q->q_usage_counter))
 		return;
 	facts->queue_live = true;

@@ -58,6 +58,8 @@ u64 nvmet_cgroup_ns_cgroup_id(const struct nvmet_ns *ns);
 bool nvmet_cgroup_ns_buffered_io(const struct nvmet_ns *ns);
 const char *nvmet_cgroup_ns_device_path(const struct nvmet_ns *ns);
 u32 nvmet_cgroup_ns_nsid(const struct nvmet_ns *ns);
+const char *nvmet_cgroup_ns_subsys_nqn(const struct nvmet_ns *ns);
+bool nvmet_cgroup_ns_file(const struct nvmet_ns *ns);
 struct request_queue *nvmet_cgroup_ns_queue(const struct nvmet_ns *ns);
 
 /* commands handed to the extension */
@@ -66,6 +68,9 @@ bool nvmet_cgroup_req_sq_dying(const struct nvmet_req *req);
 void nvmet_cgroup_req_facts(const struct nvmet_req *req,
 			    struct request_queue *q,
 			    struct nvmet_cgroup_facts *facts);
+/* the queue's part of the facts alone, for the module's status file */
+void nvmet_cgroup_queue_facts(struct request_queue *q,
+			      struct nvmet_cgroup_facts *facts);
 void nvmet_cgroup_req_abort(struct nvmet_req *req);
 void nvmet_cgroup_req_run(struct nvmet_req *req, bool own_ctx);
 bool nvmet_cgroup_req_push(struct llist_head *list, struct nvmet_req *req);

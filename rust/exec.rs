@@ -25,6 +25,7 @@ use crate::{
     exec_queue::{flush_work, OwnedQueue},
     fast_path::Mode,
     nvmet::{BackingQueue, Ns, Req, ReqList},
+    status::Registration,
 };
 use kernel::{
     cpu::{self, CpuId},
@@ -100,6 +101,8 @@ pub(crate) struct NsExec {
     /// Where Reads and Writes may run, from the module's parameters when the
     /// namespace is enabled.
     mode: Mode,
+    /// The namespace's line in the status file.
+    _status: Registration,
 }
 
 impl NsExec {
@@ -116,16 +119,18 @@ impl NsExec {
                 GFP_KERNEL,
             )?;
         }
+        let mode = Mode::from_parameters(
+            crate::module_parameters::fast_path.value(),
+            crate::module_parameters::inline_assoc.value(),
+        );
         Ok(KBox::new(
             Self {
                 lanes,
                 queue,
                 cgroup,
                 backing: ns.backing_queue(),
-                mode: Mode::from_parameters(
-                    crate::module_parameters::fast_path.value(),
-                    crate::module_parameters::inline_assoc.value(),
-                ),
+                mode,
+                _status: Registration::new(ns, mode)?,
             },
             GFP_KERNEL,
         )?)

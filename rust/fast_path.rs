@@ -9,7 +9,7 @@
 //! glue reads, so a policy enabled or turned off later is seen by the next
 //! command.
 
-use crate::nvmet::Facts;
+use crate::nvmet::{Facts, QueueFacts};
 use kernel::prelude::*;
 
 /// Where a namespace's Read and Write commands may run, from the module's
@@ -42,6 +42,31 @@ impl Mode {
     /// Whether this mode reads [`Facts`] at all ([`Mode::Lanes`] does not).
     pub(crate) fn reads_facts(self) -> bool {
         self != Self::Lanes
+    }
+
+    /// Where a Read or Write from a transport's kernel thread (tcp, rdma,
+    /// loop) would run now, given only the queue's facts: what the status
+    /// file reports.
+    pub(crate) fn decide_read_write(
+        self,
+        queue: Option<QueueFacts>,
+        file: bool,
+    ) -> Result<(), Reason> {
+        self.decide(&Facts {
+            read_write: true,
+            kthread_task: true,
+            file,
+            queue,
+        })
+    }
+
+    /// How the status file names this mode (the module parameters' view).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Lanes => "lanes",
+            Self::FastPath => "fast_path",
+            Self::Inline => "inline_assoc",
+        }
     }
 
     /// `Ok` if a command with these facts may run in the transport's thread
@@ -93,6 +118,23 @@ pub(crate) enum Reason {
     FileIoMax,
 }
 
+impl Reason {
+    /// A few words for the status file (documented in the ABI file).
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Self::FastPathOff => "fast_path=0",
+            Self::NotReadWrite => "not a read or write",
+            Self::NotKthread => "caller not a kernel thread",
+            Self::QueueUnknown => "device not known (stacked, or a filesystem other than ext2/3/4)",
+            Self::BioBased => "bio-based device",
+            Self::IoCost => "io.cost enabled",
+            Self::IoLatency => "io.latency enabled",
+            Self::Bfq => "bfq scheduler",
+            Self::FileIoMax => "io.max on a file's device",
+        }
+    }
+}
+
 /// `Ok` if the command may run in the transport's thread, else why not.
 ///
 /// wbt does not throttle nvmet's `REQ_SYNC | REQ_IDLE` writes, with or
@@ -129,7 +171,6 @@ pub(crate) fn check(f: &Facts) -> Result<(), Reason> {
 #[kunit_tests(nvmet_cgroup_fast_path)]
 mod tests {
     use super::*;
-    use crate::nvmet::QueueFacts;
 
     /// A bdev Read or Write from a kthread on a plain blk-mq queue.
     const PLAIN: Facts = Facts {
@@ -236,6 +277,22 @@ mod tests {
         for (mode, facts, expected) in cases {
             assert_eq!(mode.decide(&facts), expected);
         }
+        // What the status file reports: a Read or Write from a transport's
+        // kernel thread, given the queue alone.
+        assert_eq!(Mode::FastPath.decide_read_write(PLAIN.queue, false), Ok(()));
+        assert_eq!(
+            Mode::FastPath.decide_read_write(iocost.queue, false),
+            Err(Reason::IoCost)
+        );
+        assert_eq!(
+            Mode::FastPath.decide_read_write(None, true),
+            Err(Reason::QueueUnknown)
+        );
+        assert_eq!(
+            Mode::Lanes.decide_read_write(PLAIN.queue, false),
+            Err(Reason::FastPathOff)
+        );
+        assert_eq!(Mode::Inline.decide_read_write(iocost.queue, false), Ok(()));
         assert_eq!(Mode::from_parameters(true, false), Mode::FastPath);
         assert_eq!(Mode::from_parameters(false, false), Mode::Lanes);
         assert_eq!(Mode::from_parameters(false, true), Mode::Inline);

@@ -50,6 +50,20 @@ impl<'a> Ns<'a> {
         unsafe { raw::nvmet_cgroup_ns_nsid(self.ptr.as_ptr()) }
     }
 
+    /// The NQN of the namespace's subsystem.
+    pub(crate) fn subsys_nqn(&self) -> &CStr {
+        // SAFETY: By the type invariant; the subsystem outlives its
+        // namespaces and its NQN is a NUL-terminated string that does not
+        // change while it has any.
+        unsafe { CStr::from_char_ptr(raw::nvmet_cgroup_ns_subsys_nqn(self.ptr.as_ptr())) }
+    }
+
+    /// Whether the namespace is backed by a file rather than a block device.
+    pub(crate) fn is_file(&self) -> bool {
+        // SAFETY: By the type invariant: the backend is open.
+        unsafe { raw::nvmet_cgroup_ns_file(self.ptr.as_ptr()) }
+    }
+
     /// The backing device or file, for messages.
     pub(crate) fn device_path(&self) -> &CStr {
         // SAFETY: By the type invariant; the glue returns a NUL-terminated
@@ -91,6 +105,19 @@ unsafe impl Send for BackingQueue {}
 // SAFETY: As above: no operation through `&BackingQueue` needs exclusivity.
 unsafe impl Sync for BackingQueue {}
 
+impl BackingQueue {
+    /// The queue's facts now, without a command (for the status file); `None`
+    /// if the queue is not known or is dying.
+    pub(crate) fn queue_facts(&self) -> Option<QueueFacts> {
+        let q = self.ptr.map_or(core::ptr::null_mut(), NonNull::as_ptr);
+        let mut f = raw::nvmet_cgroup_facts::default();
+        // SAFETY: By the type invariant the value holds a reference on the
+        // queue, or it is NULL, which the glue accepts.  `f` is writable.
+        unsafe { raw::nvmet_cgroup_queue_facts(q, &mut f) };
+        QueueFacts::from_raw(&f)
+    }
+}
+
 impl Drop for BackingQueue {
     fn drop(&mut self) {
         if let Some(q) = self.ptr {
@@ -128,6 +155,19 @@ pub(crate) struct QueueFacts {
     pub(crate) bfq: bool,
     /// blk-throttle (io.max) was ever configured.
     pub(crate) throttle: bool,
+}
+
+impl QueueFacts {
+    /// The queue's part of what the glue read; `None` if it read no queue.
+    fn from_raw(f: &raw::nvmet_cgroup_facts) -> Option<Self> {
+        f.queue_live.then_some(Self {
+            blk_mq: f.blk_mq,
+            iocost: f.iocost,
+            iolatency: f.iolatency,
+            bfq: f.bfq,
+            throttle: f.throttle,
+        })
+    }
 }
 
 /// An I/O command handed to the extension by nvmet.
@@ -183,13 +223,7 @@ impl Req {
             read_write: f.read_write,
             kthread_task: f.kthread_task,
             file: f.file,
-            queue: f.queue_live.then_some(QueueFacts {
-                blk_mq: f.blk_mq,
-                iocost: f.iocost,
-                iolatency: f.iolatency,
-                bfq: f.bfq,
-                throttle: f.throttle,
-            }),
+            queue: QueueFacts::from_raw(&f),
         }
     }
 

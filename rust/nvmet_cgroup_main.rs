@@ -14,7 +14,7 @@
 //! [`cgroup`], [`exec_queue`]) → raw declarations ([`raw`], generated from
 //! the glue's header).  `Documentation/design.rst` describes them.
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::{debugfs, prelude::*, sync::Arc};
 
 mod cgroup;
 mod cgroup_id;
@@ -24,6 +24,7 @@ mod exec_queue;
 mod fast_path;
 mod nvmet;
 mod raw;
+mod status;
 
 module! {
     type: NvmetCgroup,
@@ -48,11 +49,16 @@ pub(crate) struct State {
     /// The queue every namespace's workers run on; `None` outside the
     /// module's lifetime.
     queue: Option<Arc<exec_queue::OwnedQueue>>,
+    /// The enabled namespaces the status file shows.
+    namespaces: KVec<Arc<status::NsStatus>>,
 }
 
 kernel::sync::global_lock! {
     // SAFETY: Initialised in `NvmetCgroup::init` before nvmet can call in.
-    unsafe(uninit) static STATE: Mutex<State> = State { queue: None };
+    unsafe(uninit) static STATE: Mutex<State> = State {
+        queue: None,
+        namespaces: KVec::new(),
+    };
 }
 
 /// The queue for a namespace being enabled.
@@ -60,12 +66,22 @@ pub(crate) fn shared_queue() -> Result<Arc<exec_queue::OwnedQueue>> {
     STATE.lock().queue.clone().ok_or(ENODEV)
 }
 
-struct NvmetCgroup;
+struct NvmetCgroup {
+    /// `nvmet_cgroup/namespaces` in debugfs ([`status`]); dropped after
+    /// the extension is unregistered.
+    _status_file: Pin<KBox<debugfs::File<status::StatusFile>>>,
+    _debugfs: debugfs::Dir,
+}
 
 impl kernel::Module for NvmetCgroup {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         // SAFETY: Called once, before anything uses `STATE`.
         unsafe { STATE.init() };
+        let dir = debugfs::Dir::new(c"nvmet_cgroup");
+        let status_file = KBox::pin_init(
+            dir.read_only_file(c"namespaces", status::StatusFile),
+            GFP_KERNEL,
+        )?;
         let queue = Arc::new(exec_queue::OwnedQueue::new()?, GFP_KERNEL)?;
         STATE.lock().queue = Some(queue);
         if let Err(e) = entry::register() {
@@ -75,7 +91,10 @@ impl kernel::Module for NvmetCgroup {
             return Err(e);
         }
         pr_info!("loaded\n");
-        Ok(NvmetCgroup)
+        Ok(NvmetCgroup {
+            _status_file: status_file,
+            _debugfs: dir,
+        })
     }
 }
 

@@ -21,15 +21,27 @@ pub fn require_loaded(roots: &Roots, ns: &Namespace) -> Result<()> {
     Ok(())
 }
 
-/// Where the namespace's commands run, from
-/// `DEBUGFS/nvmet_cgroup/NQN/NSID/exec` (one line) when the module exposes it.
+/// Where the namespace's commands run, from the module's status file
+/// `DEBUGFS/nvmet_cgroup/namespaces`: one line per enabled namespace with a
+/// cgroup, `NQN NSID cgroup_id=ID mode=MODE rw=WHERE` (the ABI file
+/// documents it); this returns what follows `NQN NSID`.
 pub fn exec_info(roots: &Roots, ns: &Namespace) -> String {
     if !roots.module_loaded() {
         return "module not loaded".to_string();
     }
-    match sysio::read_opt(&roots.exec_info(&ns.nqn, ns.nsid)) {
-        Ok(Some(s)) => s.lines().next().unwrap_or("").trim().to_string(),
-        Ok(None) => "unknown (module does not expose it)".to_string(),
-        Err(e) => format!("unknown ({e:#})"),
-    }
+    let text = match sysio::read_opt(&roots.status_file()) {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            return "unknown (no nvmet_cgroup status file: is debugfs mounted?)".to_string()
+        }
+        Err(e) => return format!("unknown ({e:#})"),
+    };
+    let nsid = ns.nsid.to_string();
+    text.lines()
+        .find_map(|line| {
+            let mut words = line.splitn(3, ' ');
+            (words.next() == Some(ns.nqn.as_str()) && words.next() == Some(nsid.as_str()))
+                .then(|| words.next().unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "not charged (not enabled with a cgroup)".to_string())
 }

@@ -58,13 +58,9 @@ impl Roots {
         self.sysfs.join("dev/block").join(dev.to_string())
     }
 
-    /// `DEBUGFS/nvmet_cgroup/NQN/NSID/exec`.
-    pub fn exec_info(&self, nqn: &str, nsid: u32) -> PathBuf {
-        self.debugfs
-            .join("nvmet_cgroup")
-            .join(nqn)
-            .join(nsid.to_string())
-            .join("exec")
+    /// `DEBUGFS/nvmet_cgroup/namespaces`: the module's status file.
+    pub fn status_file(&self) -> PathBuf {
+        self.debugfs.join("nvmet_cgroup/namespaces")
     }
 
     /// Map a recorded device path (`/dev/...`) into DEVFS; other paths are

@@ -195,15 +195,34 @@ fn status_json_shape() {
     f.load_module();
     let out = f.ok(&["status", NQN_A, "1", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(
-        v["namespaces"][0]["exec"],
-        "unknown (module does not expose it)"
+    assert!(
+        v["namespaces"][0]["exec"]
+            .as_str()
+            .unwrap()
+            .starts_with("unknown (no nvmet_cgroup status file"),
+        "{out}"
     );
-    let exec = f.p(&format!("debug/nvmet_cgroup/{NQN_A}/1/exec"));
-    fs::create_dir_all(exec.parent().unwrap()).unwrap();
-    fs::write(&exec, "lanes on nvmet_cgroup_wq\n").unwrap();
+    let status = f.p("debug/nvmet_cgroup/namespaces");
+    fs::create_dir_all(status.parent().unwrap()).unwrap();
+    fs::write(
+        &status,
+        format!(
+            "{NQN_A} 10 cgroup_id=5 mode=fast_path rw=transport\n\
+             {NQN_A} 1 cgroup_id=7 mode=fast_path rw=context: io.cost enabled\n\n"
+        ),
+    )
+    .unwrap();
     let out = f.ok(&["status", NQN_A, "1"]);
-    assert!(out.contains("lanes on nvmet_cgroup_wq"), "{out}");
+    assert!(
+        out.contains("cgroup_id=7 mode=fast_path rw=context: io.cost enabled"),
+        "{out}"
+    );
+    fs::write(&status, "\n").unwrap();
+    let out = f.ok(&["status", NQN_A, "1"]);
+    assert!(
+        out.contains("not charged (not enabled with a cgroup)"),
+        "{out}"
+    );
     assert!(out.contains("8:17 -> 8:16"), "{out}");
     assert!(out.contains("default"), "{out}");
     println!("{out}");
