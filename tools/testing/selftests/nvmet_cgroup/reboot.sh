@@ -64,8 +64,8 @@ configure_and_save() {
 	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/2/cgroup_id")" = \
 		"$(cg_id tenants.slice/tenants-b.slice)" ] || fail "cgroup_id not bound" || return
 	io_max_has tenants/a /dev/nullb0 riops=$RIOPS && io_max_has tenants/a /dev/nullb0 wbps=10485760 &&
-	io_max_has tenants.slice/tenants-b.slice /dev/nullb1 rbps=20971520 &&
-	! grep -qE '[0-9]+:[0-9]+' "$SAVED" || fail "the saved file names a device by MAJ:MIN"
+	io_max_has tenants.slice/tenants-b.slice /dev/nullb1 rbps=20971520 || return
+	! grep -qE '[0-9]+:[0-9]+' "$SAVED" || fail "the saved file names a device by MAJ:MIN" || return
 	cg_id tenants/a > /tmp/reboot-old-ids && cg_id tenants.slice/tenants-b.slice >> /tmp/reboot-old-ids &&
 	devnum /dev/nullb0 > /tmp/reboot-old-devs
 }
@@ -92,6 +92,7 @@ simulated_reboot() {
 unit_restores() {
 	local line cmd
 	grep -q '^After=.*nvmet.service' "$UNIT" || fail "the unit is not ordered after nvmet.service" || return
+	grep -E '^ExecStart(Pre)?=' "$UNIT" > /tmp/reboot-unit-cmds || fail "no ExecStart in $UNIT" || return
 	while IFS= read -r line; do
 		cmd=${line#*=}
 		cmd=${cmd//\/usr\/sbin\/nvmet-cgroup/$CLI}
@@ -99,7 +100,7 @@ unit_restores() {
 		[ -x /sbin/modprobe ] || cmd=${cmd//\/sbin\/modprobe/modprobe}
 		echo "unit: $cmd"
 		$cmd || fail "'$cmd' failed" || return
-	done < <(grep -E '^ExecStart(Pre)?=' "$UNIT")
+	done < /tmp/reboot-unit-cmds
 	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/1/cgroup_id")" = "$(cg_id tenants/a)" ] &&
 	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/2/cgroup_id")" = \
 		"$(cg_id tenants.slice/tenants-b.slice)" ] || fail "not bound to the same paths" || return
@@ -111,18 +112,21 @@ unit_restores() {
 		fail "tenants/a has a limit on nullb1: a device number was restored, not a path"
 }
 
+# ns 1 reads (nullb0 is memory-backed: real reads); ns 2 writes (its file
+# is fallocated: reads of its unwritten extents would not reach nullb1)
 restored_io_charged_by_path() {
-	local d1 d2 a0 b0 a1 b1 a2 b2
+	local d1 d2 a0 b0 a1 b1 a2 b2 B=tenants.slice/tenants-b.slice
 	host_connect loop "$NQN" && d1=$(host_dev "$NQN" 1) && d2=$(host_dev "$NQN" 2) || return
-	a0=$(cg_stat tenants/a /dev/nullb0 rios); b0=$(cg_stat tenants.slice/tenants-b.slice /dev/nullb1 rios)
+	a0=$(cg_stat tenants/a /dev/nullb0 rios); b0=$(cg_stat $B /dev/nullb1 wios)
 	fio_job "$d1" randread 4k --size=2M >/dev/null || return
-	a1=$(cg_stat tenants/a /dev/nullb0 rios); b1=$(cg_stat tenants.slice/tenants-b.slice /dev/nullb1 rios)
-	fio_job "$d2" randread 4k --size=2M >/dev/null || return
-	a2=$(cg_stat tenants/a /dev/nullb0 rios); b2=$(cg_stat tenants.slice/tenants-b.slice /dev/nullb1 rios)
-	echo "ns 1 read 512: tenants/a +$((a1 - a0)), tenants-b +$((b1 - b0)); ns 2 read 512: tenants/a +$((a2 - a1)), tenants-b +$((b2 - b1))"
+	a1=$(cg_stat tenants/a /dev/nullb0 rios); b1=$(cg_stat $B /dev/nullb1 wios)
+	fio_job "$d2" randwrite 4k --size=2M >/dev/null || return
+	a2=$(cg_stat tenants/a /dev/nullb0 rios); b2=$(cg_stat $B /dev/nullb1 wios)
+	echo "ns 1 read 512: tenants/a rios +$((a1 - a0)), tenants-b wios +$((b1 - b0));" \
+		"ns 2 wrote 512: tenants/a rios +$((a2 - a1)), tenants-b wios +$((b2 - b1))"
 	host_disconnect "$NQN" || return
 	[ $((a1 - a0)) -ge 512 ] && [ $((b1 - b0)) = 0 ] && [ $((a2 - a1)) = 0 ] && [ $((b2 - b1)) -ge 512 ] ||
-		fail "the I/O is not charged to the restored cgroups"
+		fail "the I/O is not charged to the restored cgroups" || return
 	"$CLI" status --json "$NQN" | grep -q '"cgroup_path": *"tenants/a"' ||
 		fail "status --json does not show tenants/a"
 }
