@@ -15,7 +15,7 @@ KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) MO=$(MO) $(LLVM_FLAGS)
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: all module kernel deps check demo bench vm fmt fmt-check clippy rust-analyzer clean \
-	cli install
+	cli install install-tools dkms
 
 all: module
 
@@ -74,13 +74,33 @@ SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
 UNITDIR ?= /lib/systemd/system
 MODPROBEDIR ?= /etc/modprobe.d
-install: module cli
+install: module install-tools
 	$(KMAKE) INSTALL_MOD_PATH=$(abspath $(DESTDIR)/) INSTALL_MOD_DIR=updates modules_install
+
+# Everything of make install but the module: what a host that gets its
+# modules from the DKMS package (make dkms) installs besides.
+install-tools: cli
 	install -D -m 0644 packaging/modprobe.d/nvmet-cgroup.conf $(DESTDIR)$(MODPROBEDIR)/nvmet-cgroup.conf
 	install -D -m 0755 target/release/nvmet-cgroup $(DESTDIR)$(SBINDIR)/nvmet-cgroup
 	install -D -m 0644 packaging/systemd/nvmet-cgroup.service $(DESTDIR)$(UNITDIR)/nvmet-cgroup.service
 	install -d $(DESTDIR)$(MANDIR)/man8
 	target/release/nvmet-cgroup man > $(DESTDIR)$(MANDIR)/man8/nvmet-cgroup.8
+
+# make dkms: the DKMS source tree as it goes to /usr/src/nvmet-cgroup-VERSION
+# (packaging/dkms/dkms.conf, Documentation/admin-guide.rst), in build/dkms/.
+# VERSION is the project's, the CLI's crate version.
+PKG_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' tools/nvmet-cgroup/Cargo.toml | head -n 1)
+DKMS_TREE = build/dkms/nvmet-cgroup-$(PKG_VERSION)
+dkms:
+	rm -rf $(DKMS_TREE)
+	mkdir -p $(DKMS_TREE)/rust $(DKMS_TREE)/glue $(DKMS_TREE)/patches
+	sed 's/@VERSION@/$(PKG_VERSION)/' packaging/dkms/dkms.conf > $(DKMS_TREE)/dkms.conf
+	install -m 0755 packaging/dkms/build.sh $(DKMS_TREE)/build.sh
+	install -m 0644 Kbuild $(DKMS_TREE)/Kbuild
+	install -m 0644 rust/*.rs $(DKMS_TREE)/rust/
+	install -m 0644 glue/*.c glue/*.h $(DKMS_TREE)/glue/
+	install -m 0644 patches/series patches/*.patch $(DKMS_TREE)/patches/
+	@echo $(DKMS_TREE)
 
 clean:
 	rm -rf build

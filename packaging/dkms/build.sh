@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# The build step of the nvmet-cgroup DKMS package (MAKE[0] in dkms.conf);
+# it also runs by hand from an unpacked package tree.
+#
+#   build.sh [--ksrc TARBALL|DIR] [--prepare-only] KBUILD [NAME=VALUE...]
+#
+# KBUILD is the kernel's build directory (DKMS's $kernel_source_dir, i.e.
+# /lib/modules/VERSION/build).  nvmet_cgroup.ko needs an nvmet with
+# patches/ applied, and a distribution ships nvmet as modules built from its
+# own source, while its headers package has no drivers/nvme.  So this takes
+# drivers/nvme/ and block/ (the module includes its private elevator.h) from
+# the distribution's kernel source: --ksrc, else $KSRC, else Debian's
+# /usr/src/linux-source-X.Y.tar.xz (package linux-source-X.Y), a tarball or
+# an unpacked tree.  It copies them into ksrc/ next to this script, applies
+# patches/series there, builds every module the kernel's config builds in
+# drivers/nvme/target (nvmet and its transports) with the kernel's own
+# Kbuild, then nvmet_cgroup.ko against that patched nvmet.  --prepare-only
+# stops after patching.  NAME=VALUE arguments go to every make, but for
+# the compiler's (below).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+work=$here/ksrc
+jobs=${JOBS:-$(nproc)}
+
+log() { printf '[nvmet-cgroup dkms] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+usage() { die "usage: $0 [--ksrc TARBALL|DIR] [--prepare-only] KBUILD [NAME=VALUE...]"; }
+
+ksrc=${KSRC:-}
+prepare_only=
+kbuild=
+make_args=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--ksrc) [ $# -ge 2 ] || usage; ksrc=$2; shift ;;
+	--ksrc=*) ksrc=${1#--ksrc=} ;;
+	--prepare-only) prepare_only=1 ;;
+	# For a clang-built kernel dkms appends its guess of the compiler
+	# (LLVM=1 in current dkms, CC=clang LD=ld.lld in 3.0): unversioned
+	# names, which Debian's clang-N packages do not install.  The
+	# compiler is chosen below from the kernel's own config instead.
+	LLVM=*|CC=*|LD=*) ;;
+	*=*) make_args+=("$1") ;;
+	-*) usage ;;
+	*) [ -z "$kbuild" ] || usage; kbuild=$1 ;;
+	esac
+	shift
+done
+[ -n "$kbuild" ] || usage
+[ -d "$kbuild" ] || die "no kernel build directory $kbuild (install linux-headers-VERSION)"
+
+# auto.conf is what Kbuild itself reads; dkms prefers it too.
+kconf=$kbuild/include/config/auto.conf
+[ -f "$kconf" ] || kconf=$kbuild/.config
+[ -f "$kconf" ] || die "no kernel config in $kbuild"
+kconfig() { sed -n "s/^$1=//p" "$kconf" | tr -d '"'; }
+
+# dkms.conf's BUILD_EXCLUSIVE_CONFIG accepts =m and =y alike, and a
+# built-in nvmet cannot be replaced by a module: say so rather than fail
+# at load time.
+[ "$(kconfig CONFIG_NVME_TARGET)" = m ] ||
+	die "CONFIG_NVME_TARGET is '$(kconfig CONFIG_NVME_TARGET)' in $kconf: only a modular nvmet (m) can be replaced"
+[ "$(kconfig CONFIG_RUST)" = y ] || die "the kernel has no CONFIG_RUST: nvmet_cgroup is a Rust module"
+[ "$(kconfig CONFIG_BLK_CGROUP)" = y ] || die "the kernel has no CONFIG_BLK_CGROUP"
+
+# A clang-built kernel needs its modules built with the same clang: clang-N
+# when the kernel's clang major N is installed under that name (Debian's
+# clang-N, as the repository's Makefile uses LLVM=-19), else plain clang.
+# LLVM in the environment wins.
+llvm=()
+if [ "$(kconfig CONFIG_CC_IS_CLANG)" = y ]; then
+	major=$(($(kconfig CONFIG_CLANG_VERSION) / 10000))
+	if [ -n "${LLVM:-}" ]; then
+		llvm=(LLVM="$LLVM")
+	elif command -v "clang-$major" >/dev/null; then
+		llvm=(LLVM="-$major")
+	else
+		llvm=(LLVM=1)
+	fi
+fi
+
+release=$(cat "$kbuild/include/config/kernel.release" 2>/dev/null ||
+	  make -s -C "$kbuild" kernelrelease)
+[[ $release =~ ^([0-9]+)\.([0-9]+)(\.([0-9]+))? ]] || die "cannot parse kernel release '$release'"
+series=${BASH_REMATCH[1]}.${BASH_REMATCH[2]}
+kversion=$series.${BASH_REMATCH[4]:-0}
+
+if [ -z "$ksrc" ]; then
+	for c in "/usr/src/linux-source-$series.tar.xz" "/usr/src/linux-source-$series.tar.bz2" \
+		 "/usr/src/linux-source-$series"; do
+		if [ -e "$c" ]; then
+			ksrc=$c
+			break
+		fi
+	done
+fi
+[ -n "$ksrc" ] ||
+	die "no kernel source for Linux $series: install linux-source-$series, or give --ksrc (or KSRC=)"
+[ -e "$ksrc" ] || die "no kernel source $ksrc"
+
+mapfile -t patches < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$here/patches/series")
+[ ${#patches[@]} -gt 0 ] || die "patches/series lists no patch"
+
+# What to copy: the top Makefile (its version), drivers/nvme (target/, and
+# host/'s headers that nvme-loop, nvmet-fc and passthru include), block/
+# (elevator.h and the headers it pulls in), and any other file a patch
+# touches (0001 documents the attribute in Documentation/ABI), so that
+# every patch applies whole with -p1 at the copy's root.
+paths=(Makefile drivers/nvme block)
+while read -r f; do
+	case "$f" in
+	Makefile|drivers/nvme/*|block/*) ;;
+	*) paths+=("$f") ;;
+	esac
+done < <(sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "${patches[@]/#/$here/patches/}" | sort -u)
+
+log "kernel $release in $kbuild; source $ksrc"
+rm -rf "$work" "$work.try"
+mkdir -p "$work"
+if [ -d "$ksrc" ]; then
+	(cd "$ksrc" && cp -a --parents "${paths[@]}" "$work/") || die "$ksrc lacks one of: ${paths[*]}"
+else
+	# Debian's tarball has one top directory (linux-source-X.Y/).
+	top=$(tar -tf "$ksrc" 2>/dev/null | head -n 1 || true)
+	top=${top%%/*}
+	[ -n "$top" ] || die "cannot read $ksrc"
+	tar -xf "$ksrc" -C "$work" --strip-components=1 "${paths[@]/#/$top/}" ||
+		die "cannot extract ${paths[*]} from $ksrc"
+fi
+
+# Building nvmet from one release's source against another's kernel would
+# mix internal structures: the source must be the kernel's version.
+mkvar() { sed -n "s/^$1 = //p" "$work/Makefile"; }
+sversion=$(mkvar VERSION).$(mkvar PATCHLEVEL).$(mkvar SUBLEVEL)
+[ "$sversion" = "$kversion" ] ||
+	die "$ksrc is Linux $sversion but the kernel is $release: install the linux-source package of the kernel's version"
+
+# series DIR [-R]: apply the series to DIR in order, or reverse it last
+# patch first.
+series() {
+	local dir=$1 p list=("${patches[@]}")
+	shift
+	[ $# = 0 ] || mapfile -t list < <(printf '%s\n' "${patches[@]}" | tac)
+	for p in "${list[@]}"; do
+		patch -d "$dir" -p1 -s -f --no-backup-if-mismatch "$@" < "$here/patches/$p" >&2 ||
+			{ log "patch $p ${1:+($1) }does not apply"; return 1; }
+	done
+}
+
+# A pristine source (Debian's tarball) takes the series as it is.  A tree
+# that already carries it (scripts/build-kernel patches the repository's
+# kernel tree) has it reversed first, which proves that it is exactly this
+# series.  Each attempt runs on a scratch copy: a failed patch leaves
+# half-applied files behind.
+cp -a "$work" "$work.try"
+if series "$work.try" 2>/dev/null; then
+	log "applied patches/series (${#patches[@]} patches) to the pristine source"
+else
+	rm -rf "$work.try"
+	cp -a "$work" "$work.try"
+	if series "$work.try" -R && series "$work.try"; then
+		log "the source already carried patches/series: reversed and applied again"
+	else
+		die "patches/series neither applies to $ksrc nor is applied in it"
+	fi
+fi
+rm -rf "$work"
+mv "$work.try" "$work"
+[ -z "$prepare_only" ] || exit 0
+
+target=$work/drivers/nvme/target
+
+# dkms installs a module over the kernel's own of the same name only if
+# their versions differ (dkms 3.0; later ones also compare the files), and
+# modules without a version compare equal: it would keep the kernel's nvmet
+# and transports and install nvmet_cgroup alone, which cannot load.
+# So each rebuilt module gets a MODULE_VERSION, from one more object that
+# a Kbuild file (which Kbuild reads instead of the Makefile) adds to every
+# module; modinfo and /sys/module/*/version show which nvmet is in use.
+pkgver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' "$here/dkms.conf" 2>/dev/null)
+modversion=nvmet-cgroup-${pkgver:-unknown}
+cat > "$target/Kbuild" <<'KBUILD'
+# Written by nvmet-cgroup's DKMS build.sh: the Makefile, plus an object
+# with the package's MODULE_VERSION in each module.
+include $(src)/Makefile
+$(foreach m,$(obj-m:.o=),$(eval $(m)-y += $(m)-dkms-version.o))
+KBUILD
+for m in $(sed -n 's/^obj-\$(CONFIG_[A-Z_]*)[[:space:]]*+=[[:space:]]*\(.*\)\.o$/\1/p' "$target/Makefile"); do
+	printf '%s\n' '// SPDX-License-Identifier: GPL-2.0' '#include <linux/module.h>' \
+		"MODULE_VERSION(\"$modversion\");" > "$target/$m-dkms-version.c"
+done
+
+kmake() { make -C "$kbuild" "${llvm[@]}" "${make_args[@]}" "$@"; }
+
+# drivers/nvme/target/Makefile picks its modules from the kernel's
+# CONFIG_NVME_TARGET_* as in a kernel build: every transport the
+# distribution ships is rebuilt, since each embeds struct nvmet_req (which
+# the series grows) in its own requests and cannot run with the patched
+# nvmet as shipped.
+log "building nvmet and its transports ${llvm[*]}"
+kmake -j"$jobs" M="$target" modules
+
+# nvmet_cgroup (the Kbuild next to this script) sees the patched nvmet.h and
+# links against the symbols of the nvmet just built, not the kernel's.
+log "building nvmet_cgroup"
+kmake -j"$jobs" M="$here" NVMET_SRC="$target" BLOCK_SRC="$work/block" \
+	KBUILD_EXTRA_SYMBOLS="$target/Module.symvers" modules
+
+log "built: $(cd "$here" && echo ksrc/drivers/nvme/target/*.ko ./*.ko)"
