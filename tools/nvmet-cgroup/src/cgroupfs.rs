@@ -149,9 +149,18 @@ fn systemctl(args: &[&str]) -> Result<()> {
         .output()
         .with_context(|| format!("running {shown}"))?;
     if !out.status.success() {
+        // All it said, on one line: its first line alone may be a banner
+        // or miss the reason.
         let err = String::from_utf8_lossy(&out.stderr);
-        let first = err.lines().next().unwrap_or("").trim();
-        bail!("{shown} failed ({}): {first}", out.status);
+        let said: Vec<&str> = err
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        if said.is_empty() {
+            bail!("{shown} failed ({}, nothing on stderr)", out.status);
+        }
+        bail!("{shown} failed ({}): {}", out.status, said.join(" "));
     }
     Ok(())
 }

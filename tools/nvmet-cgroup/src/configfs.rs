@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 
 use crate::paths::Roots;
-use crate::sysio;
+use crate::sysio::{self, AttrWriter};
 
 /// One nvmet namespace, named as nvmetcli does: subsystem NQN and NSID.
 #[derive(Debug, Clone)]
@@ -132,11 +132,11 @@ impl Namespace {
         })
     }
 
-    pub fn set_enable(&self, on: bool) -> Result<()> {
-        sysio::write_attr(&self.attr("enable"), if on { "1" } else { "0" })
+    pub fn set_enable(&self, w: &dyn AttrWriter, on: bool) -> Result<()> {
+        w.write_attr(&self.attr("enable"), if on { "1" } else { "0" })
     }
 
-    pub fn set_cgroup_id(&self, id: u64) -> Result<()> {
-        sysio::write_attr(&self.attr("cgroup_id"), &id.to_string())
+    pub fn set_cgroup_id(&self, w: &dyn AttrWriter, id: u64) -> Result<()> {
+        w.write_attr(&self.attr("cgroup_id"), &id.to_string())
     }
 }

@@ -46,10 +46,11 @@ fn run(cli: &Cli, out: &mut Vec<u8>) -> Result<()> {
         None => Box::new(StatLookup),
     };
     let systemd = cgroupfs::Systemctl;
+    let attrs = sysio::Files;
     let mut text = String::new();
     let res = match &cli.command {
-        Command::Bind(a) => bind::bind(&roots, &systemd, a, &mut text),
-        Command::Unbind(a) => bind::unbind(&roots, a, &mut text),
+        Command::Bind(a) => bind::bind(&roots, &systemd, &attrs, a, &mut text),
+        Command::Unbind(a) => bind::unbind(&roots, &attrs, a, &mut text),
         Command::Limit(a) => apply::limit(&roots, lookup.as_ref(), a, &mut text),
         Command::Status(a) => status::status(&roots, lookup.as_ref(), a, &mut text),
         Command::Save(a) => save::save(&roots, lookup.as_ref(), &a.file, &mut text),
@@ -57,6 +58,7 @@ fn run(cli: &Cli, out: &mut Vec<u8>) -> Result<()> {
             &roots,
             lookup.as_ref(),
             &systemd,
+            &attrs,
             &a.file,
             !a.no_reenable,
             &mut text,

@@ -16,6 +16,7 @@ use crate::configfs::Namespace;
 use crate::device::{self, DevLookup, DevT};
 use crate::limits::Change;
 use crate::paths::Roots;
+use crate::sysio::AttrWriter;
 
 const HINT: &str = "restore was run with --no-reenable";
 
@@ -23,6 +24,7 @@ fn one(
     roots: &Roots,
     lookup: &dyn DevLookup,
     systemd: &dyn Systemd,
+    w: &dyn AttrWriter,
     r: &Record,
     reenable: bool,
 ) -> Result<String> {
@@ -57,7 +59,7 @@ fn one(
         apply::check_files(&dir, &rest)?;
         written += apply::write_change(&dir, *dev, &rest)?.len();
     }
-    let changed = bind::swap(&ns, &cur, id)?;
+    let changed = bind::swap(w, &ns, &cur, id)?;
     let what = match (changed, written) {
         (false, 0) => "unchanged".to_string(),
         (true, n) => format!("cgroup_id set, {n} limit line(s) written"),
@@ -74,6 +76,7 @@ pub fn restore(
     roots: &Roots,
     lookup: &dyn DevLookup,
     systemd: &dyn Systemd,
+    w: &dyn AttrWriter,
     file: &Path,
     reenable: bool,
     out: &mut String,
@@ -82,7 +85,7 @@ pub fn restore(
     let doc = config::parse(&text).with_context(|| format!("{}", file.display()))?;
     let mut failed = 0;
     for r in &doc.namespaces {
-        match one(roots, lookup, systemd, r, reenable) {
+        match one(roots, lookup, systemd, w, r, reenable) {
             Ok(msg) => {
                 let _ = writeln!(out, "{msg}");
             }

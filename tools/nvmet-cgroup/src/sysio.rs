@@ -51,6 +51,22 @@ pub fn write_attr(path: &Path, value: &str) -> Result<()> {
     write_with(path, value, false)
 }
 
+/// Where a namespace's attribute writes (`enable`, `cgroup_id`) go.  The
+/// binary uses [`Files`]; tests wrap it to refuse a chosen write, as the
+/// kernel refuses to enable a namespace, which a fixture's plain file can't.
+pub trait AttrWriter {
+    fn write_attr(&self, path: &Path, value: &str) -> Result<()>;
+}
+
+/// [`write_attr`] itself.
+pub struct Files;
+
+impl AttrWriter for Files {
+    fn write_attr(&self, path: &Path, value: &str) -> Result<()> {
+        write_attr(path, value)
+    }
+}
+
 /// Write one line to a cgroup control file (`io.max`, `io.weight`,
 /// `io.latency`, `cgroup.subtree_control`): `echo LINE >> PATH`.  The kernel
 /// applies each write to its state (one line per device); on a plain file,

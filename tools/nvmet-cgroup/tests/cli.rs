@@ -7,7 +7,7 @@ mod common;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
-use common::{d, last_line, Fixture, BOOT1, BOOT2, NQN_A, NQN_B};
+use common::{d, last_line, FakeSystemctl, Fixture, BOOT1, BOOT2, NQN_A, NQN_B};
 
 #[test]
 fn bind_writes_inode_and_enables_io_top_down() {
@@ -44,6 +44,108 @@ fn bind_writes_inode_and_enables_io_top_down() {
     assert!(out.contains("already bound"), "{out}");
     f.ok(&["unbind", NQN_A, "2"]);
     assert_eq!(f.cgroup_id(NQN_A, 2), 0);
+}
+
+/// The directories of acme-web.slice, top-down.
+const ACME_WEB: [&str; 2] = ["acme.slice", "acme.slice/acme-web.slice"];
+
+#[test]
+fn create_slice_on_a_systemd_host_goes_through_systemctl() {
+    let args = ["bind", NQN_A, "1", "--slice", "acme-web.slice", "--create"];
+    let f = Fixture::new();
+    f.boot_with_systemd();
+    let fake = FakeSystemctl::creating(&f, &ACME_WEB, "io\n");
+    let (code, out, err) = f.run_with(&fake, &args);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        fake.calls(),
+        [
+            "[set-property][--runtime][acme-web.slice][IOAccounting=yes]",
+            "[start][acme-web.slice]",
+        ]
+    );
+    let id = f.ino("acme.slice/acme-web.slice");
+    assert_eq!(f.cgroup_id(NQN_A, 1), id);
+    assert!(
+        out.starts_with(&format!(
+            "bound: {NQN_A} nsid 1 -> cgroup acme.slice/acme-web.slice (id {id})\n"
+        )),
+        "{out}"
+    );
+    // io on every level above the slice (the fake, unlike systemd, leaves
+    // subtree_control alone); nothing written in the slice itself.
+    assert_eq!(f.read("cgroup/cgroup.subtree_control"), "+io\n");
+    assert_eq!(f.read("cgroup/acme.slice/cgroup.subtree_control"), "+io\n");
+    assert_eq!(
+        f.read("cgroup/acme.slice/acme-web.slice/cgroup.subtree_control"),
+        ""
+    );
+
+    // It exists now: no systemctl.
+    let (code, out, err) = f.run_with(&fake, &args);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("already bound: "), "{out}");
+    assert_eq!(fake.calls().len(), 2);
+
+    // Without RUNDIR/systemd/system the tool makes the directory itself
+    // (one level: a fixture's mkdir, unlike cgroupfs's, makes no files).
+    let f = Fixture::new();
+    let fake = FakeSystemctl::creating(&f, &ACME_WEB[..1], "io\n");
+    let (code, _, err) = f.run_with(
+        &fake,
+        &["bind", NQN_A, "1", "--slice", "acme.slice", "--create"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(fake.calls(), Vec::<String>::new());
+    assert_eq!(f.cgroup_id(NQN_A, 1), f.ino("acme.slice"));
+}
+
+#[test]
+fn failing_systemctl_changes_nothing() {
+    let args = ["bind", NQN_A, "1", "--slice", "acme-web.slice", "--create"];
+    let set =
+        "systemctl set-property --runtime acme-web.slice IOAccounting=yes failed (exit status: 1)";
+    let start = "systemctl start acme-web.slice failed (exit status: 1)";
+    // (the call that fails, what it says on stderr, the calls made, the error).
+    let cases = [
+        (
+            "set-property",
+            "Failed to set unit properties on acme-web.slice: Access denied",
+            1,
+            format!("{set}: Failed to set unit properties on acme-web.slice: Access denied"),
+        ),
+        (
+            "start",
+            "Job for acme-web.slice failed.\n\
+             See \"systemctl status acme-web.slice\" for details.",
+            2,
+            format!(
+                "{start}: Job for acme-web.slice failed. \
+                 See \"systemctl status acme-web.slice\" for details."
+            ),
+        ),
+        (
+            "start",
+            "",
+            2,
+            "systemctl start acme-web.slice failed (exit status: 1, nothing on stderr)".into(),
+        ),
+    ];
+    let all = [
+        "[set-property][--runtime][acme-web.slice][IOAccounting=yes]",
+        "[start][acme-web.slice]",
+    ];
+    for (verb, stderr, calls, want) in cases {
+        let f = Fixture::new();
+        f.boot_with_systemd();
+        let fake = FakeSystemctl::failing(verb, stderr);
+        let before = f.snapshot();
+        let (code, out, err) = f.run_with(&fake, &args);
+        assert_eq!(code, 1, "{verb}: {out}");
+        assert_eq!(err, format!("nvmet-cgroup: error: {want}\n"), "{verb}");
+        assert_eq!(fake.calls(), all[..calls], "{verb}");
+        assert_eq!(f.snapshot(), before, "{verb}: the tree changed");
+    }
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::os::unix::fs::{symlink, MetadataExt};
+use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -97,20 +97,17 @@ impl Fixture {
     pub fn make_cgroup(&self, rel: &str, controllers: &str) {
         let dir = self.cg(rel);
         fs::create_dir_all(&dir).unwrap();
-        for (f, c) in [
-            ("cgroup.procs", ""),
-            ("cgroup.controllers", controllers),
-            ("cgroup.subtree_control", ""),
-            ("io.max", ""),
-            ("io.weight", "default 100\n"),
-            ("io.latency", ""),
-            ("io.stat", ""),
-        ] {
+        for (f, c) in cgroup_files(controllers) {
             let p = dir.join(f);
             if !p.exists() {
                 fs::write(p, c).unwrap();
             }
         }
+    }
+
+    /// Make the fixture a systemd host (`RUNDIR/systemd/system`).
+    pub fn boot_with_systemd(&self) {
+        fs::create_dir_all(self.p("run/systemd/system")).unwrap();
     }
 
     pub fn make_ns(&self, nqn: &str, nsid: u32, device_path: &Path, enabled: bool, id: u64) {
@@ -265,7 +262,16 @@ impl Fixture {
 
     /// Run the binary: (exit code, stdout, stderr).
     pub fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let o = self.cmd().args(args).output().unwrap();
+        self.run_cmd(self.cmd().args(args))
+    }
+
+    /// Run the binary with `fake` first on PATH.
+    pub fn run_with(&self, fake: &FakeSystemctl, args: &[&str]) -> (i32, String, String) {
+        self.run_cmd(self.cmd().env("PATH", fake.path_env()).args(args))
+    }
+
+    fn run_cmd(&self, c: &mut Command) -> (i32, String, String) {
+        let o = c.output().unwrap();
         (
             o.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -299,6 +305,90 @@ impl Fixture {
             }
         }
         out
+    }
+}
+
+/// The files of a fixture cgroup (as [`Fixture::make_cgroup`] makes them).
+pub fn cgroup_files(controllers: &str) -> [(&'static str, &str); 7] {
+    [
+        ("cgroup.procs", ""),
+        ("cgroup.controllers", controllers),
+        ("cgroup.subtree_control", ""),
+        ("io.max", ""),
+        ("io.weight", "default 100\n"),
+        ("io.latency", ""),
+        ("io.stat", ""),
+    ]
+}
+
+/// A shell-quoted word.
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// A fake `systemctl` (a shell script in a directory of its own, outside
+/// the fixture tree) that appends each invocation to a log, one line with
+/// every argument in brackets, then runs `script`.
+pub struct FakeSystemctl {
+    pub dir: tempfile::TempDir,
+}
+
+impl FakeSystemctl {
+    pub fn new(script: &str) -> FakeSystemctl {
+        let dir = tempfile::tempdir().unwrap();
+        let log = sh_quote(&dir.path().join("calls.log").display().to_string());
+        let text = format!(
+            "#!/bin/sh\n\
+             for a in \"$@\"; do printf '[%s]' \"$a\"; done >>{log}\n\
+             printf '\\n' >>{log}\n\
+             {script}\n"
+        );
+        let path = dir.path().join("systemctl");
+        fs::write(&path, text).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        FakeSystemctl { dir }
+    }
+
+    /// A systemctl that, on `start`, creates the directories `dirs` (paths
+    /// relative to `fx`'s cgroup root, top-down, as systemd makes a slice's
+    /// levels) with the files of a fixture cgroup.
+    pub fn creating(fx: &Fixture, dirs: &[&str], controllers: &str) -> FakeSystemctl {
+        let mut script = String::from("[ \"$1\" = start ] || exit 0\n");
+        for rel in dirs {
+            let d = sh_quote(&fx.cg(rel).display().to_string());
+            script.push_str(&format!("mkdir {d} || exit 1\n"));
+            for (f, c) in cgroup_files(controllers) {
+                script.push_str(&format!("printf '%s' {} >{d}/{f}\n", sh_quote(c)));
+            }
+        }
+        FakeSystemctl::new(&script)
+    }
+
+    /// A systemctl that prints `msg` on stderr and exits 1 when called
+    /// with `verb` (and does nothing but log otherwise).
+    pub fn failing(verb: &str, msg: &str) -> FakeSystemctl {
+        FakeSystemctl::new(&format!(
+            "[ \"$1\" = {} ] || exit 0\necho {} >&2\nexit 1",
+            sh_quote(verb),
+            sh_quote(msg)
+        ))
+    }
+
+    /// The invocations so far, one per line.
+    pub fn calls(&self) -> Vec<String> {
+        match fs::read_to_string(self.dir.path().join("calls.log")) {
+            Ok(s) => s.lines().map(str::to_string).collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// PATH with this directory first.
+    pub fn path_env(&self) -> std::ffi::OsString {
+        let mut dirs = vec![self.dir.path().to_path_buf()];
+        if let Some(p) = std::env::var_os("PATH") {
+            dirs.extend(std::env::split_paths(&p));
+        }
+        std::env::join_paths(dirs).unwrap()
     }
 }
 
