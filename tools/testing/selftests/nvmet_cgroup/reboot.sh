@@ -88,6 +88,30 @@ simulated_reboot() {
 		fail "the namespace is not enabled unbound, as after nvmetcli restore"
 }
 
+# no_cgroup_charged DEV...: no cgroup of the test has an io.stat line for
+# the devices (a line appears with the first I/O charged there)
+no_cgroup_charged() {
+	local c d
+	for c in tenants/a tenants.slice/tenants-b.slice spare; do
+		for d in "$@"; do
+			! grep -q "^$(devnum "$d") " "$CG/$c/io.stat" ||
+				fail "$c was charged on $d: $(grep "^$(devnum "$d") " "$CG/$c/io.stat")" || return
+		done
+	done
+}
+
+# Between the target's restore and the bindings', the namespaces serve I/O
+# unbound: it goes to the root, never to a cgroup that an old ID now names
+# (spare was created where the old IDs were freed).
+io_before_the_unit_runs_uncharged() {
+	local d1 d2
+	host_connect loop "$NQN" && d1=$(host_dev "$NQN" 1) && d2=$(host_dev "$NQN" 2) || return
+	fio_job "$d1" randread 4k --size=1M >/dev/null && fio_job "$d2" randwrite 4k --size=1M >/dev/null &&
+	host_disconnect "$NQN" || return
+	echo "root io.stat: $(grep -E "^($(devnum /dev/nullb0)|$(devnum /dev/nullb1)) " "$CG/io.stat" | xargs)"
+	no_cgroup_charged /dev/nullb0 /dev/nullb1
+}
+
 # The unit's ExecStartPre and ExecStart lines, as systemd would run them.
 unit_restores() {
 	local line cmd
@@ -128,7 +152,9 @@ restored_io_charged_by_path() {
 	[ $((a1 - a0)) -ge 512 ] && [ $((b1 - b0)) = 0 ] && [ $((a2 - a1)) = 0 ] && [ $((b2 - b1)) -ge 512 ] ||
 		fail "the I/O is not charged to the restored cgroups" || return
 	"$CLI" status --json "$NQN" | grep -q '"cgroup_path": *"tenants/a"' ||
-		fail "status --json does not show tenants/a"
+		fail "status --json does not show tenants/a" || return
+	! grep -qE "^($(devnum /dev/nullb0)|$(devnum /dev/nullb1)) " "$CG/spare/io.stat" ||
+		fail "spare was charged"
 }
 
 restore_is_idempotent() {
@@ -146,10 +172,11 @@ teardown() {
 }
 
 ktap_print_header
-ktap_set_plan 7
+ktap_set_plan 8
 run_case "setup" setup
 run_case "bind_limit_save_with_the_cli" configure_and_save
 run_case "simulated_reboot_changes_ids_and_device_numbers" simulated_reboot
+run_case "io_before_the_unit_runs_is_charged_to_no_cgroup" io_before_the_unit_runs_uncharged
 run_case "systemd_unit_commands_restore_by_path" unit_restores
 run_case "restored_namespaces_charged_to_the_same_paths" restored_io_charged_by_path
 run_case "second_restore_changes_nothing" restore_is_idempotent
