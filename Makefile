@@ -15,7 +15,7 @@ KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) MO=$(MO) $(LLVM_FLAGS)
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: all module kernel deps check demo bench vm fmt fmt-check clippy rust-analyzer clean \
-	cli install install-tools dkms
+	cli install install-tools dkms blktests
 
 all: module
 
@@ -54,6 +54,13 @@ demo:
 # Performance, side by side with stock nvmet, on the perf kernel (see README).
 bench:
 	scripts/bench
+
+# An upstream blktests tree's nvme tests in the VM with the module loaded:
+#   make blktests BLKTESTS=DIR [TESTS="nvme/010 ..."] [BIND=0|1|"0 1"] [TRANSPORTS="loop tcp"]
+# (scripts/blktests lists the other knobs; command-line variables reach it
+# through the environment).
+blktests:
+	scripts/blktests
 
 # Boot the VM with the module loaded and run ARGS in it, e.g.
 #   make vm ARGS='-- cat /sys/kernel/config/nvmet/...'
