@@ -103,6 +103,7 @@ dkms:
 	mkdir -p $(DKMS_TREE)/rust $(DKMS_TREE)/glue $(DKMS_TREE)/patches
 	sed 's/@VERSION@/$(PKG_VERSION)/' packaging/dkms/dkms.conf > $(DKMS_TREE)/dkms.conf
 	install -m 0755 packaging/dkms/build.sh $(DKMS_TREE)/build.sh
+	install -m 0644 packaging/dkms/kbuild-lib.sh $(DKMS_TREE)/kbuild-lib.sh
 	install -m 0644 Kbuild $(DKMS_TREE)/Kbuild
 	install -m 0644 rust/*.rs $(DKMS_TREE)/rust/
 	install -m 0644 glue/*.c glue/*.h $(DKMS_TREE)/glue/

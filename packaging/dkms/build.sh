@@ -51,11 +51,8 @@ done
 [ -n "$kbuild" ] || usage
 [ -d "$kbuild" ] || die "no kernel build directory $kbuild (install linux-headers-VERSION)"
 
-# auto.conf is what Kbuild itself reads; dkms prefers it too.
-kconf=$kbuild/include/config/auto.conf
-[ -f "$kconf" ] || kconf=$kbuild/.config
-[ -f "$kconf" ] || die "no kernel config in $kbuild"
-kconfig() { sed -n "s/^$1=//p" "$kconf" | tr -d '"'; }
+. "$here/kbuild-lib.sh"
+kbuild_read_config
 
 # dkms.conf's BUILD_EXCLUSIVE_CONFIG accepts =m and =y alike, and a
 # built-in nvmet cannot be replaced by a module: say so rather than fail
@@ -65,27 +62,8 @@ kconfig() { sed -n "s/^$1=//p" "$kconf" | tr -d '"'; }
 [ "$(kconfig CONFIG_RUST)" = y ] || die "the kernel has no CONFIG_RUST: nvmet_cgroup is a Rust module"
 [ "$(kconfig CONFIG_BLK_CGROUP)" = y ] || die "the kernel has no CONFIG_BLK_CGROUP"
 
-# A clang-built kernel needs its modules built with the same clang: clang-N
-# when the kernel's clang major N is installed under that name (Debian's
-# clang-N, as the repository's Makefile uses LLVM=-19), else plain clang.
-# LLVM in the environment wins.
-llvm=()
-if [ "$(kconfig CONFIG_CC_IS_CLANG)" = y ]; then
-	major=$(($(kconfig CONFIG_CLANG_VERSION) / 10000))
-	if [ -n "${LLVM:-}" ]; then
-		llvm=(LLVM="$LLVM")
-	elif command -v "clang-$major" >/dev/null; then
-		llvm=(LLVM="-$major")
-	else
-		llvm=(LLVM=1)
-	fi
-fi
-
-release=$(cat "$kbuild/include/config/kernel.release" 2>/dev/null ||
-	  make -s -C "$kbuild" kernelrelease)
-[[ $release =~ ^([0-9]+)\.([0-9]+)(\.([0-9]+))? ]] || die "cannot parse kernel release '$release'"
-series=${BASH_REMATCH[1]}.${BASH_REMATCH[2]}
-kversion=$series.${BASH_REMATCH[4]:-0}
+kbuild_llvm
+kbuild_release
 
 if [ -z "$ksrc" ]; then
 	for c in "/usr/src/linux-source-$series.tar.xz" "/usr/src/linux-source-$series.tar.bz2" \
@@ -176,21 +154,11 @@ target=$work/drivers/nvme/target
 # their versions differ (dkms 3.0; later ones also compare the files), and
 # modules without a version compare equal: it would keep the kernel's nvmet
 # and transports and install nvmet_cgroup alone, which cannot load.
-# So each rebuilt module gets a MODULE_VERSION, from one more object that
-# a Kbuild file (which Kbuild reads instead of the Makefile) adds to every
-# module; modinfo and /sys/module/*/version show which nvmet is in use.
+# So each rebuilt module gets a MODULE_VERSION (kbuild-lib.sh); modinfo
+# and /sys/module/*/version show which nvmet is in use.
 pkgver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' "$here/dkms.conf" 2>/dev/null)
 modversion=nvmet-cgroup-${pkgver:-unknown}
-cat > "$target/Kbuild" <<'KBUILD'
-# Written by nvmet-cgroup's DKMS build.sh: the Makefile, plus an object
-# with the package's MODULE_VERSION in each module.
-include $(src)/Makefile
-$(foreach m,$(obj-m:.o=),$(eval $(m)-y += $(m)-dkms-version.o))
-KBUILD
-for m in $(sed -n 's/^obj-\$(CONFIG_[A-Z_]*)[[:space:]]*+=[[:space:]]*\(.*\)\.o$/\1/p' "$target/Makefile"); do
-	printf '%s\n' '// SPDX-License-Identifier: GPL-2.0' '#include <linux/module.h>' \
-		"MODULE_VERSION(\"$modversion\");" > "$target/$m-dkms-version.c"
-done
+kbuild_version_modules "$target" dkms "$modversion"
 
 kmake() { make -C "$kbuild" "${llvm[@]}" "${make_args[@]}" "$@"; }
 
