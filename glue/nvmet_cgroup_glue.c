@@ -195,6 +195,11 @@ struct nvmet_req *nvmet_cgroup_reqs_take(struct llist_head *list)
 	return first ? container_of(first, struct nvmet_req, ext.node) : NULL;
 }
 
+bool nvmet_cgroup_reqs_empty(const struct llist_head *list)
+{
+	return llist_empty(list);
+}
+
 struct nvmet_req *nvmet_cgroup_req_next(const struct nvmet_req *req)
 {
 	struct llist_node *next = req->ext.node.next;
@@ -244,3 +249,4 @@ struct workqueue_struct *nvmet_cgroup_alloc_workqueue(void)
 	return alloc_workqueue("nvmet_cgroup",
 			       WQ_PERCPU | WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
 }
+

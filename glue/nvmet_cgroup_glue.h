@@ -76,6 +76,7 @@ void nvmet_cgroup_req_run(struct nvmet_req *req, bool own_ctx);
 bool nvmet_cgroup_req_push(struct llist_head *list, struct nvmet_req *req);
 struct nvmet_req *nvmet_cgroup_reqs_take(struct llist_head *list);
 struct nvmet_req *nvmet_cgroup_req_next(const struct nvmet_req *req);
+bool nvmet_cgroup_reqs_empty(const struct llist_head *list);
 
 /* static inline helpers and macros of the kernel */
 struct cgroup *nvmet_cgroup_get(struct cgroup *cgrp);

@@ -4,13 +4,22 @@
 //!
 //! A namespace with a cgroup gets one lane per CPU.  The transport hands a
 //! command to the lane of the CPU it runs on; the first command on an empty
-//! lane queues the lane's work item on the module's per-CPU high-priority
-//! workqueue, and the worker runs every command queued by then as one batch,
-//! associated with the cgroup and under `memalloc_noio`.  A burst of commands
-//! therefore costs one wakeup, the worker stays on the transport's CPU, and a
-//! worker that io.cost or io.latency puts to sleep holds up only its own
-//! namespace's commands: never a transport thread.  Every namespace shares the
-//! one queue, so no kernel thread is created per namespace.
+//! lane queues one of the lane's [`LANE_WORKERS`] work items on the module's
+//! per-CPU high-priority workqueue, and that worker runs the lane's commands
+//! one after another, associated with the cgroup and under `memalloc_noio`.
+//! A burst of commands therefore costs one wakeup, the worker stays on the
+//! transport's CPU, and a worker that io.cost or io.latency puts to sleep
+//! holds up only its own namespace's commands: never a transport thread.
+//! Every namespace shares the one queue, so no kernel thread is created per
+//! namespace.
+//!
+//! Before it runs a command that may sleep, a worker that sees more commands
+//! queued has a second work item of the lane queued.  The workqueue's
+//! concurrency management starts it only if the first one sleeps, so a lane
+//! keeps up to [`LANE_WORKERS`] commands waiting in io.cost at once, as the
+//! block layer expects of a submitter with that much queued; with one, a
+//! namespace under CPU contention under-used its io.weight and iocost gave
+//! the share away.
 //!
 //! The fast path ([`crate::fast_path`]) skips the lane while nothing can sleep the
 //! transport: such a command runs in the transport's own thread, associated
@@ -24,77 +33,204 @@ use crate::{
     cgroup_id,
     exec_queue::{flush_work, OwnedQueue},
     fast_path::Mode,
-    nvmet::{BackingQueue, Ns, Req, ReqList},
+    nvmet::{BackingQueue, Ns, Req, ReqBatch, ReqList},
     status::Registration,
 };
 use kernel::{
     cpu::{self, CpuId},
+    new_spinlock,
     prelude::*,
-    sync::Arc,
+    sync::{
+        atomic::{Atomic, Full},
+        Arc, SpinLock,
+    },
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
-/// The commands of one namespace queued on one CPU, and their worker.
+/// How many commands of one lane may be asleep in the block layer at once.
+pub(crate) const LANE_WORKERS: usize = 4;
+
+/// The commands of one namespace queued on one CPU, and their workers.
+///
+/// # Invariants
+///
+/// `claimed[i]` is true while work item `i` is queued or running with the
+/// duty to look at the lane again before it stops; whoever sets it queues
+/// the work item.
 #[pin_data]
 struct Lane {
+    /// Where the transport adds commands, without a lock.
     #[pin]
-    reqs: ReqList,
+    inbox: ReqList,
+    /// Commands taken from `inbox`, older than those still in it, handed to
+    /// the workers one at a time.
+    #[pin]
+    taken: SpinLock<ReqBatch>,
+    claimed: [Atomic<bool>; LANE_WORKERS],
     cgroup: CgroupRef,
+    queue: Arc<OwnedQueue>,
     #[pin]
-    work: Work<Lane>,
+    work0: Work<Lane, 0>,
+    #[pin]
+    work1: Work<Lane, 1>,
+    #[pin]
+    work2: Work<Lane, 2>,
+    #[pin]
+    work3: Work<Lane, 3>,
 }
 
-impl_has_work! {
-    impl HasWork<Self> for Lane { self.work }
+/// The [`LANE_WORKERS`] work items of a lane, by number.
+macro_rules! lane_work_items {
+    ($($id:literal => $field:ident),* $(,)?) => {
+        impl_has_work! {
+            $(impl HasWork<Self, $id> for Lane { self.$field })*
+        }
+
+        $(impl WorkItem<$id> for Lane {
+            type Pointer = Arc<Lane>;
+
+            fn run(this: Arc<Lane>) {
+                this.drain($id);
+            }
+        })*
+
+        impl Lane {
+            /// Queues work item `worker`; a running one runs again.
+            fn enqueue(self: &Arc<Self>, worker: usize) {
+                match worker {
+                    // Already queued means it has yet to look at the lane.
+                    $($id => { let _ = self.queue.enqueue::<_, $id>(self.clone()); })*
+                    _ => {}
+                }
+            }
+
+            /// Waits until no work item of the lane is queued or running.
+            fn flush(&self) {
+                $(flush_work(&self.$field);)*
+            }
+        }
+    };
 }
+
+lane_work_items!(0 => work0, 1 => work1, 2 => work2, 3 => work3);
 
 impl Lane {
-    fn new(cgroup: CgroupRef) -> impl PinInit<Self> {
+    fn new(cgroup: CgroupRef, queue: Arc<OwnedQueue>) -> impl PinInit<Self> {
         pin_init!(Self {
-            reqs <- ReqList::new(),
+            inbox <- ReqList::new(),
+            taken <- new_spinlock!(ReqBatch::empty(), "nvmet_cgroup::Lane::taken"),
+            claimed: [const { Atomic::new(false) }; LANE_WORKERS],
             cgroup,
-            work <- new_work!("nvmet_cgroup::Lane::work"),
+            queue,
+            work0 <- new_work!("nvmet_cgroup::Lane::work0"),
+            work1 <- new_work!("nvmet_cgroup::Lane::work1"),
+            work2 <- new_work!("nvmet_cgroup::Lane::work2"),
+            work3 <- new_work!("nvmet_cgroup::Lane::work3"),
         })
     }
-}
 
-impl WorkItem for Lane {
-    type Pointer = Arc<Lane>;
+    /// Adds a command, and queues a worker unless one will see it anyway.
+    fn submit(self: &Arc<Self>, req: Req) {
+        // A non-empty inbox was seen by whoever added its first command.
+        if self.inbox.push(req) {
+            self.kick();
+        }
+    }
 
-    fn run(this: Arc<Lane>) {
+    /// Queues a work item that is neither queued nor running; returns false
+    /// if every one is (each looks at the lane again before it stops).
+    fn kick(self: &Arc<Self>) -> bool {
+        for (worker, claimed) in self.claimed.iter().enumerate() {
+            if claimed.cmpxchg(false, true, Full).is_ok() {
+                self.enqueue(worker);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The oldest command of the lane.
+    fn pop(&self) -> Option<Req> {
+        let mut taken = self.taken.lock();
+        if let Some(req) = taken.next() {
+            return Some(req);
+        }
+        *taken = self.inbox.take_all();
+        taken.next()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.taken.lock().is_empty() && self.inbox.is_empty()
+    }
+
+    /// Gives up worker `worker`'s claim on an empty lane; returns false if
+    /// it must go on because a command came in meanwhile.
+    fn stand_down(&self, worker: usize) -> bool {
+        let claimed = &self.claimed[worker];
+        // Full ordering between the release and the look: a transport that
+        // found every worker claimed relies on this one to see its command.
+        claimed.xchg(false, Full);
+        if self.is_empty() {
+            return true;
+        }
+        // Take the claim back, unless a transport took it and queued this
+        // work item again.
+        claimed.cmpxchg(false, true, Full).is_err()
+    }
+
+    /// Work item `worker`: runs the lane's commands until it is empty.
+    fn drain(self: Arc<Self>, worker: usize) {
         // Reclaim must not wait for I/O that is queued behind this worker.
         let _noio = NoIo::enter();
         let mut charged: Option<BlkcgAssociation> = None;
-        for req in this.reqs.take_all() {
-            // Its queue is being deleted: abort it rather than throttle it.
-            if req.sq_dying() {
-                req.abort();
+        let mut helper = false;
+        loop {
+            let Some(req) = self.pop() else {
+                if self.stand_down(worker) {
+                    return;
+                }
                 continue;
+            };
+            // Should this command sleep in the block layer, the next one
+            // runs meanwhile (concurrency management starts the helper only
+            // once this worker sleeps).
+            if !helper && !self.is_empty() {
+                helper = self.kick();
             }
-            if req.ns_live() {
-                // The effective io css is looked up once per batch, and again
-                // once the cgroup it was found for is removed: the rest of
-                // the batch goes to the nearest remaining ancestor.
-                if charged.as_ref().is_some_and(BlkcgAssociation::is_stale) {
-                    // Dropped first: dropping clears the thread's association.
-                    charged = None;
-                }
-                if charged.is_none() {
-                    charged = Some(this.cgroup.associate());
-                }
-            } else {
-                // A disable waits for the command: don't throttle it any more.
-                charged = None;
-            }
-            req.run();
+            self.execute(req, &mut charged);
         }
+    }
+
+    /// Runs one command in a worker, associated with the cgroup unless its
+    /// namespace is being disabled.
+    fn execute(&self, req: Req, charged: &mut Option<BlkcgAssociation>) {
+        // Its queue is being deleted: abort it rather than throttle it.
+        if req.sq_dying() {
+            req.abort();
+            return;
+        }
+        if req.ns_live() {
+            // The effective io css is looked up once per worker run, and
+            // again once the cgroup it was found for is removed: the
+            // following commands go to the nearest remaining ancestor.
+            if charged.as_ref().is_some_and(BlkcgAssociation::is_stale) {
+                // Dropped first: dropping clears the thread's association.
+                *charged = None;
+            }
+            if charged.is_none() {
+                *charged = Some(self.cgroup.associate());
+            }
+        } else {
+            // A disable waits for the command: don't throttle it any more.
+            *charged = None;
+        }
+        req.run();
     }
 }
 
 /// The execution context of one enabled namespace with a cgroup.
 pub(crate) struct NsExec {
     lanes: KVec<Arc<Lane>>,
-    queue: Arc<OwnedQueue>,
     cgroup: CgroupRef,
     /// The device whose policies decide whether the fast path is safe.
     backing: BackingQueue,
@@ -115,7 +251,7 @@ impl NsExec {
         let mut lanes = KVec::with_capacity(nr_cpus, GFP_KERNEL)?;
         for _ in 0..nr_cpus {
             lanes.push(
-                Arc::pin_init(Lane::new(cgroup.clone()), GFP_KERNEL)?,
+                Arc::pin_init(Lane::new(cgroup.clone(), queue.clone()), GFP_KERNEL)?,
                 GFP_KERNEL,
             )?;
         }
@@ -126,7 +262,6 @@ impl NsExec {
         Ok(KBox::new(
             Self {
                 lanes,
-                queue,
                 cgroup,
                 backing: ns.backing_queue(),
                 mode,
@@ -156,10 +291,7 @@ impl NsExec {
         else {
             return;
         };
-        if lane.reqs.push(req) {
-            // Already queued means the worker has yet to take this command.
-            let _ = self.queue.enqueue(lane.clone());
-        }
+        lane.submit(req);
     }
 
     /// Runs a command in the caller's thread, charged as in a lane.
@@ -179,7 +311,7 @@ impl NsExec {
     pub(crate) fn disable(self: KBox<Self>) {
         // Wait for workers still returning from a command that completed.
         for lane in self.lanes.iter() {
-            flush_work(&lane.work);
+            lane.flush();
         }
     }
 }

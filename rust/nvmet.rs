@@ -260,7 +260,7 @@ impl Drop for Req {
     }
 }
 
-/// A multi-producer list of commands waiting for one worker.
+/// A multi-producer list of commands waiting for a lane's workers.
 #[pin_data]
 pub(crate) struct ReqList {
     #[pin]
@@ -290,6 +290,12 @@ impl ReqList {
         unsafe { raw::nvmet_cgroup_req_push(self.head.get(), ptr) }
     }
 
+    /// Whether no command is queued.
+    pub(crate) fn is_empty(&self) -> bool {
+        // SAFETY: The list head is valid.
+        unsafe { raw::nvmet_cgroup_reqs_empty(self.head.get()) }
+    }
+
     /// Takes every command queued so far, oldest first.
     pub(crate) fn take_all(&self) -> ReqBatch {
         // SAFETY: The list head is valid.
@@ -308,6 +314,22 @@ impl ReqList {
 /// the extension and are no longer reachable from any list head.
 pub(crate) struct ReqBatch {
     next: Option<NonNull<raw::nvmet_req>>,
+}
+
+// SAFETY: The chain's commands belong to the extension, which may execute
+// them from any thread (as `Req`).
+unsafe impl Send for ReqBatch {}
+
+impl ReqBatch {
+    /// A batch of no command.
+    pub(crate) const fn empty() -> Self {
+        Self { next: None }
+    }
+
+    /// Whether every command was taken from the batch.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.next.is_none()
+    }
 }
 
 impl Iterator for ReqBatch {
