@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Runs in the perf guest (see scripts/bench): fio against nvmet namespaces in
-# four configurations, interleaved round by round (A B C D A B C D ...), and
-# one fio JSON file per job in $BENCH_OUT.
+# the configurations of $BENCH_CONFIGS, interleaved round by round
+# (A B C D V0 V1 VD A B ...), and one fio JSON file per job in $BENCH_OUT.
 #   A  stock nvmet: nvmet_cgroup not loaded
 #   B  module loaded, cgroup_id unset
 #   C  cgroup_id set, no io controller configured
@@ -12,6 +12,16 @@
 #   R  as C, with the root cgroup's ID: the same association work, but the
 #      block layer charges the root (BENCH_CONFIGS="A C R" to separate the
 #      cost of the execution path from that of charging a child cgroup)
+#   V0 the upstream reference patch "nvmet: add cgroup_id" v12 (nvmet and
+#      its transports built by bench/build-v12, in $BENCH_V12), cgroup_id
+#      unset
+#   V1 v12, cgroup_id set: every command goes through a work item on the
+#      namespace's own workqueue
+#   VD v12, cgroup_id set, io.cost enabled as in D
+#   The V configurations run on another nvmet: the target is torn down, the
+#   project's nvmet and transports are unloaded and v12's inserted (and back
+#   again for the other letters), within the same boot, so that one round
+#   interleaves stock, the project and v12.
 #   BENCH_ISOLATION=0 and BENCH_SCALE=0 skip the isolation run and the
 #   kernel-task and slab count.
 set -uo pipefail
@@ -24,7 +34,7 @@ OUT=${BENCH_OUT:?}
 ROUNDS=${BENCH_ROUNDS:-3}
 RUNTIME=${BENCH_RUNTIME:-20}
 RAMP=${BENCH_RAMP:-5}
-CONFIGS=${BENCH_CONFIGS-A B C D L}
+CONFIGS=${BENCH_CONFIGS-A B C D V0 V1 VD}
 TRANSPORTS=${BENCH_TRANSPORTS:-loop tcp}
 MNT=/mnt/bench
 mkdir -p "$OUT"
@@ -55,15 +65,97 @@ if [ -n "$TRANSPORTS" ]; then
 	dd if=/dev/zero of="$MNT/ns.img" bs=1M count=1024 oflag=direct conv=notrunc status=none || die "file prefill"
 fi
 cg_create bench || die "cgroup"
-for t in $TRANSPORTS; do
-	subsys_create "nqn.bench.$t" &&
-	ns_create "nqn.bench.$t" 1 /dev/nullb0 && ns_create "nqn.bench.$t" 2 "$MNT/ns.img" || die "subsystem $t"
-done
-port_create 1 loop && port_create 2 tcp || die "ports"
-for t in $TRANSPORTS; do
-	[ "$t" = loop ] && port_add_subsys 1 "nqn.bench.$t"
-	[ "$t" = tcp ] && port_add_subsys 2 "nqn.bench.$t"
-done
+
+# The bench's target: configfs, which lives and dies with nvmet.
+target_up() {
+	local t
+	for t in $TRANSPORTS; do
+		subsys_create "nqn.bench.$t" &&
+		ns_create "nqn.bench.$t" 1 /dev/nullb0 && ns_create "nqn.bench.$t" 2 "$MNT/ns.img" ||
+			die "subsystem $t"
+	done
+	port_create 1 loop && port_create 2 tcp || die "ports"
+	for t in $TRANSPORTS; do
+		[ "$t" = loop ] && port_add_subsys 1 "nqn.bench.$t"
+		[ "$t" = tcp ] && port_add_subsys 2 "nqn.bench.$t"
+	done
+	return 0
+}
+target_down() {
+	local t
+	# The ports link the subsystems: unlink them first.
+	port_destroy 1 && port_destroy 2 || die "port teardown"
+	for t in $TRANSPORTS; do
+		subsys_destroy "nqn.bench.$t" || die "subsystem $t teardown"
+	done
+}
+
+# Which nvmet is loaded: "project" (the kernel's, carrying patches/) or
+# "v12" (bench/build-v12's, MODULE_VERSION("v12") in each module).
+V12=${BENCH_V12:-}
+NVMET_MODULES="nvmet nvme_loop nvmet_tcp"
+STACK=project
+stack_of() {	# CONFIG
+	case "$1" in
+	V*) echo v12 ;;
+	*) echo project ;;
+	esac
+}
+# A wrong nvmet would time the wrong code without any other sign: check
+# every module of the stack, after each swap.
+stack_check() {	# STACK
+	local m v
+	for m in $NVMET_MODULES; do
+		[ -d "/sys/module/$m" ] || die "swap to $1: $m is not loaded"
+		v=$(cat "/sys/module/$m/version" 2>/dev/null)
+		if [ "$1" = v12 ]; then
+			[ "$v" = v12 ] || die "swap to v12: $m has version '$v', not v12"
+		else
+			[ -z "$v" ] || die "swap to the project's nvmet: $m has version '$v'"
+		fi
+	done
+}
+# Swap nvmet and its transports for STACK's, within the boot: no host is
+# connected between configurations, so tearing the target down releases
+# every module.  insmod does not resolve dependencies: modprobe loads what
+# v12's modules depend on first (the kernel's nvme_auth, kpp, nvme_fabrics).
+stack_swap() {	# STACK
+	local m ko deps
+	[ "$1" = "$STACK" ] && return 0
+	echo "bench: swapping nvmet: $STACK -> $1"
+	target_down
+	for m in nvmet_cgroup nvmet_tcp nvme_loop nvmet; do
+		if [ -d "/sys/module/$m" ]; then
+			rmmod "$m" || die "swap to $1: rmmod $m"
+		fi
+	done
+	if [ "$1" = v12 ]; then
+		[ -n "$V12" ] && [ -f "$V12/nvmet.ko" ] || die "no v12 modules (BENCH_V12='$V12')"
+		for m in nvmet nvme-loop nvmet-tcp; do
+			ko=$V12/$m.ko
+			deps=$(modinfo -F depends "$ko" | tr ',' '\n' | grep -vx nvmet | tr '\n-' ' _')
+			# shellcheck disable=SC2086 # a list of module names
+			[ -z "${deps// /}" ] || modprobe -a $deps || die "swap to v12: modprobe $deps"
+			insmod "$ko" || die "swap to v12: insmod $ko"
+		done
+	else
+		modprobe -a $NVMET_MODULES || die "swap to the project's nvmet: modprobe"
+	fi
+	stack_check "$1"
+	STACK=$1
+	target_up
+}
+
+# The kernel tasks every V configuration's namespaces add: v12 makes a
+# WQ_MEM_RECLAIM workqueue per namespace, "nvmet-blkcg-NSID", whose rescuer
+# is a kernel thread "kworker/R-nvmet-blkcg-NSID" (/proc/PID/comm gives the
+# full name, past the 15 characters of the task's comm); the project has one
+# rescuer ("kworker/R-nvmet_cgroup") for all namespaces.
+rescuers() {
+	cat /proc/[0-9]*/comm 2>/dev/null | grep -Ec '^kworker/R-(nvmet-blkcg-[0-9]+|nvmet_cgroup)$'
+}
+
+target_up
 
 iocost() {	# on|off: iocost on both backing devices, a model that never limits
 	local d
@@ -81,6 +173,8 @@ iocost() {	# on|off: iocost on both backing devices, a model that never limits
 
 configure() {	# CONFIG
 	local t ns id=0
+	# A swap recreates the target with its namespaces enabled.
+	stack_swap "$(stack_of "$1")"
 	for t in $TRANSPORTS; do
 		for ns in 1 2; do
 			echo 0 > "$NVMET_CFS/subsystems/nqn.bench.$t/namespaces/$ns/enable"
@@ -92,16 +186,18 @@ configure() {	# CONFIG
 		rmmod nvmet_cgroup || die "rmmod"
 	fi
 	case "$1" in
-	A) ;;
+	A|V*) ;;
 	L) modprobe nvmet_cgroup fast_path=0 || die "modprobe" ;;
 	*) modprobe nvmet_cgroup || die "modprobe" ;;
 	esac
 	case "$1" in
-	C|D|L) id=$(cg_id bench) ;;
+	C|D|L|V1|VD) id=$(cg_id bench) ;;
 	R) id=$(stat -c %i "$CG") ;;
 	esac
 	iocost off
-	[ "$1" = D ] && iocost on
+	case "$1" in
+	D|VD) iocost on ;;
+	esac
 	for t in $TRANSPORTS; do
 		for ns in 1 2; do
 			# nvmet keeps cgroup_id across module reloads: A and B clear it
@@ -109,6 +205,9 @@ configure() {	# CONFIG
 			echo 1 > "$NVMET_CFS/subsystems/nqn.bench.$t/namespaces/$ns/enable" || die "enable"
 		done
 	done
+	# "CONFIG NVMET NAMESPACES RESCUERS", once per configuration.
+	grep -q "^$1 " "$OUT/threads.txt" 2>/dev/null ||
+		echo "$1 $STACK $(($(echo $TRANSPORTS | wc -w) * 2)) $(rescuers)" >> "$OUT/threads.txt"
 }
 
 # Each fio job runs on its own CPU (numjobs=2: one per CPU; one job: CPU 0),
@@ -211,6 +310,9 @@ isolation() {
 }
 
 if [ "${BENCH_ISOLATION:-1}" = 1 ]; then
+	# The isolation run is the project's: back to its nvmet if the last
+	# configuration was v12's.
+	stack_swap project
 	for t in $TRANSPORTS; do
 		for ns in 1 2; do
 			echo 0 > "$NVMET_CFS/subsystems/nqn.bench.$t/namespaces/$ns/enable"
@@ -235,30 +337,38 @@ if [ "${BENCH_ISOLATION:-1}" = 1 ]; then
 fi
 
 if [ "${BENCH_SCALE:-1}" = 1 ]; then
-	# Kernel threads and slab per namespace with cgroup_id set: 1, 16, 128.
+	# Kernel tasks and slab that 1, 16 and 128 namespaces with cgroup_id
+	# set add, with the project's nvmet and module, then (with $BENCH_V12)
+	# with v12's nvmet: v12 makes a workqueue with a rescuer per namespace.
 	tasks() { ls /proc | grep -c '^[0-9]'; }
 	slab() { awk '/^Slab:/ {print $2}' /proc/meminfo; }
-	modprobe nvmet_cgroup
-	base_threads=$(tasks)
-	base_slab=$(slab)
-	subsys_create nqn.bench.scale
-	echo "namespaces,tasks,task_delta,slab_kib,slab_delta_kib" > "$OUT/scale.csv"
-	echo "0,$base_threads,0,$base_slab,0" >> "$OUT/scale.csv"
-	n=0
-	for target in 1 16 128; do
-		while [ $n -lt $target ]; do
-			n=$((n + 1))
-			ns_create nqn.bench.scale $n /dev/nullb0 cgroup_id="$(cg_id bench)" || die "scale ns $n"
+	scale() {	# STACK
+		local n=0 target base_tasks base_slab base_rescuers t s
+		stack_swap "$1"
+		[ "$1" = project ] && { modprobe nvmet_cgroup || die "modprobe"; }
+		base_tasks=$(tasks)
+		base_slab=$(slab)
+		base_rescuers=$(rescuers)
+		subsys_create nqn.bench.scale || die "scale subsystem"
+		echo "$1,0,$base_tasks,0,0,$base_slab,0" >> "$OUT/scale.csv"
+		for target in 1 16 128; do
+			while [ $n -lt $target ]; do
+				n=$((n + 1))
+				ns_create nqn.bench.scale $n /dev/nullb0 cgroup_id="$(cg_id bench)" ||
+					die "scale ns $n ($1)"
+			done
+			sleep 1
+			t=$(tasks)
+			s=$(slab)
+			echo "$1,$n,$t,$((t - base_tasks)),$(($(rescuers) - base_rescuers)),$s,$((s - base_slab))" \
+				>> "$OUT/scale.csv"
 		done
-		sleep 1
-		t=$(tasks)
-		s=$(slab)
-		echo "$n,$t,$((t - base_threads)),$s,$((s - base_slab))" >> "$OUT/scale.csv"
-	done
-	subsys_destroy nqn.bench.scale
+		subsys_destroy nqn.bench.scale || die "scale teardown ($1)"
+	}
+	echo "stack,namespaces,tasks,task_delta,rescuer_delta,slab_kib,slab_delta_kib" > "$OUT/scale.csv"
+	scale project
+	[ -z "$V12" ] || scale v12
 fi
-# The ports link the subsystems: unlink them first.
-port_destroy 1; port_destroy 2
-for t in $TRANSPORTS; do subsys_destroy "nqn.bench.$t"; done
+target_down
 [ -z "$TRANSPORTS" ] || umount "$MNT"
 echo "bench: done"
