@@ -22,8 +22,9 @@
 #   project's nvmet and transports are unloaded and v12's inserted (and back
 #   again for the other letters), within the same boot, so that one round
 #   interleaves stock, the project and v12.
-#   BENCH_ISOLATION=0 and BENCH_SCALE=0 skip the isolation run and the
-#   kernel-task and slab count.
+#   BENCH_SCALE_CONFIGS (say "A C V1") times 128 namespaces in 32 cgroups
+#   behind 4 controllers in those configurations; BENCH_ISOLATION=0 and
+#   BENCH_SCALE=0 skip the isolation run and the kernel-task and slab count.
 set -uo pipefail
 cd "$(dirname "$0")/../tools/testing/selftests/nvmet_cgroup" || exit 1
 . ./nvmet_lib.sh
@@ -334,6 +335,82 @@ if [ "${BENCH_ISOLATION:-1}" = 1 ]; then
 	echo "$d enable=0" > "$CG/io.cost.qos"
 	rm "$NVMET_CFS/ports/2/subsystems/nqn.bench.iso"	# the port's link first
 	subsys_destroy nqn.bench.iso
+fi
+
+# Scale under I/O: 128 namespaces in 32 cgroups behind 4 controllers (one
+# subsystem each, the transports of $BENCH_TRANSPORTS in turn), all on
+# nullb0; one fio randread (iodepth 32 x 2) spreads over the 128 devices,
+# and the aggregate IOPS is timed for each of $BENCH_SCALE_CONFIGS (A, C,
+# V1: stock, the project, v12), interleaved round by round.  Namespace k
+# goes to cgroup scale/g(k mod 32).
+SCALE_SUBSYS=4
+SCALE_NS=32
+SCALE_CGROUPS=32
+scale_up() {	# CONFIG
+	local s ns id i=0 t transports
+	read -ra transports <<< "$TRANSPORTS"
+	for ((s = 0; s < SCALE_SUBSYS; s++)); do
+		subsys_create "nqn.bench.scale$s" || die "scale subsystem $s"
+		for ((ns = 1; ns <= SCALE_NS; ns++)); do
+			id=0
+			case "$1" in
+			A|V0|B) ;;
+			*) id=$(cg_id "scale/g$((i % SCALE_CGROUPS))") ;;
+			esac
+			i=$((i + 1))
+			ns_create "nqn.bench.scale$s" "$ns" /dev/nullb0 cgroup_id="$id" ||
+				die "scale namespace $s/$ns ($1)"
+		done
+		t=${transports[s % ${#transports[@]}]}
+		port_add_subsys "$([ "$t" = loop ] && echo 1 || echo 2)" "nqn.bench.scale$s" &&
+			host_connect "$t" "nqn.bench.scale$s" || die "scale connect $s ($1)"
+	done
+}
+# The host's block devices of the scale subsystems, colon-separated for
+# fio, once all of them are there.
+scale_devs() {
+	local b devs n i
+	for ((i = 0; i < 300; i++)); do
+		devs= n=0
+		for b in /sys/block/nvme*n*; do
+			case "$(cat "$b/device/subsysnqn" 2>/dev/null)" in
+			nqn.bench.scale*) devs=$devs${devs:+:}/dev/${b##*/}; n=$((n + 1)) ;;
+			esac
+		done
+		if [ "$n" = $((SCALE_SUBSYS * SCALE_NS)) ]; then
+			echo "$devs"
+			return 0
+		fi
+		sleep 0.1
+	done
+	die "scale: $n of $((SCALE_SUBSYS * SCALE_NS)) host devices"
+}
+scale_down() {
+	local s
+	for ((s = 0; s < SCALE_SUBSYS; s++)); do
+		host_disconnect "nqn.bench.scale$s"
+		rm -f "$NVMET_CFS"/ports/*/subsystems/"nqn.bench.scale$s"
+		subsys_destroy "nqn.bench.scale$s" || die "scale teardown $s"
+	done
+}
+if [ -n "${BENCH_SCALE_CONFIGS:-}" ] && [ -n "$TRANSPORTS" ]; then
+	for ((i = 0; i < SCALE_CGROUPS; i++)); do
+		cg_create "scale/g$i" || die "scale cgroup $i"
+	done
+	for ((round = 1; round <= ROUNDS; round++)); do
+		for c in $BENCH_SCALE_CONFIGS; do
+			configure "$c"
+			before=$(rescuers)
+			scale_up "$c"
+			# Those of the 128 namespaces only, not the bench's own.
+			grep -q "^scale_$c " "$OUT/threads.txt" ||
+				echo "scale_$c $STACK $((SCALE_SUBSYS * SCALE_NS)) $(($(rescuers) - before))" \
+					>> "$OUT/threads.txt"
+			echo "round $round scale $c"
+			job "r${round}_${c}_scale_bdev_randread" "$(scale_devs)" --rw=randread --iodepth=32 --numjobs=2
+			scale_down
+		done
+	done
 fi
 
 if [ "${BENCH_SCALE:-1}" = 1 ]; then
