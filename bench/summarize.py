@@ -49,6 +49,9 @@ TARGETS = (
 # aggregate figure, kept apart from the per-path pools.
 SCALE = "scale"
 POINTS_TARGET = ("C IOPS >= V1 + 15 points (x A)", "C", V12_SET, 0.15)
+# The seed measured v12 with cgroup_id set at 0.74-0.76 x stock; a clock on
+# which V1's interval reaches above 0.9 x A does not show that cost.
+SEED_SIZED = 0.9
 VS_A = {"iops": "iops_vs_A", "mean_us": "mean_vs_A", "p99_us": "p99_vs_A"}
 
 def pooled(ratios):
@@ -94,6 +97,13 @@ def pooled_points(rows):
     p = pooled_difference(diffs)
     if not p:
         return None
+    # The target is for a clock on which v12 shows its seed-sized cost
+    # (-24 %): say so where V1 is within 10 % of stock.
+    v1 = pooled([x for r in rows if r["workload"] in RW and r["transport"] != SCALE
+                 for x in r["configs"].get(ref, {}).get("paired", {}).get("iops", [])])
+    if v1 and v1["hi"] > SEED_SIZED:
+        return (text, p["n"], p["gmean"], p["lo"], p["hi"],
+                "not applicable: V1 is %.3f x A here, no seed-sized cost" % v1["gmean"])
     return (text, p["n"], p["gmean"], p["lo"], p["hi"], verdict(p, lambda x: x >= limit))
 
 
