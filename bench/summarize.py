@@ -103,7 +103,8 @@ def pooled_points(rows):
                  for x in r["configs"].get(ref, {}).get("paired", {}).get("iops", [])])
     if v1 and v1["hi"] > SEED_SIZED:
         return (text, p["n"], p["gmean"], p["lo"], p["hi"],
-                "not applicable: V1 is %.3f x A here, no seed-sized cost" % v1["gmean"])
+                "not applicable: V1 is %.3f x A (%.3f - %.3f) here, not resolved below %.1f"
+                % (v1["gmean"], v1["lo"], v1["hi"], SEED_SIZED))
     return (text, p["n"], p["gmean"], p["lo"], p["hi"], verdict(p, lambda x: x >= limit))
 
 
