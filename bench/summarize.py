@@ -112,7 +112,7 @@ def comparisons(rows):
     """Every configuration pooled against A and against V1: IOPS at
     iodepth 32, p99 at iodepth 32, queue-depth-1 mean and p99."""
     out = []
-    cfgs = [c for c in ORDER if any(c in r["configs"] for r in rows)]
+    cfgs = [c for c in ORDER if any(c in r["configs"] for r in rows if r["transport"] != SCALE)]
     for cfg in cfgs:
         line = {"config": cfg}
         for col, ref, key, wl in (("iops_vs_A", "A", "iops", RW), ("iops_vs_V1", V12_SET, "iops", RW),
