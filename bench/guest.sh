@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Runs in the perf guest (see scripts/bench): fio against nvmet namespaces in
-# four configurations, interleaved round by round (A B C D A B C D ...), and
-# one fio JSON file per job in $BENCH_OUT.
+# the configurations of $BENCH_CONFIGS, interleaved round by round
+# (A B C D V0 V1 VD A B ...), and one fio JSON file per job in $BENCH_OUT.
 #   A  stock nvmet: nvmet_cgroup not loaded
 #   B  module loaded, cgroup_id unset
 #   C  cgroup_id set, no io controller configured
@@ -12,8 +12,19 @@
 #   R  as C, with the root cgroup's ID: the same association work, but the
 #      block layer charges the root (BENCH_CONFIGS="A C R" to separate the
 #      cost of the execution path from that of charging a child cgroup)
-#   BENCH_ISOLATION=0 and BENCH_SCALE=0 skip the isolation run and the
-#   kernel-task and slab count.
+#   V0 the upstream reference patch "nvmet: add cgroup_id" v12 (nvmet and
+#      its transports built by bench/build-v12, in $BENCH_V12), cgroup_id
+#      unset
+#   V1 v12, cgroup_id set: every command goes through a work item on the
+#      namespace's own workqueue
+#   VD v12, cgroup_id set, io.cost enabled as in D
+#   The V configurations run on another nvmet: the target is torn down, the
+#   project's nvmet and transports are unloaded and v12's inserted (and back
+#   again for the other letters), within the same boot, so that one round
+#   interleaves stock, the project and v12.
+#   BENCH_SCALE_CONFIGS (say "A C V1") times 128 namespaces in 32 cgroups
+#   behind 4 controllers in those configurations; BENCH_ISOLATION=0 and
+#   BENCH_SCALE=0 skip the isolation run and the kernel-task and slab count.
 set -uo pipefail
 cd "$(dirname "$0")/../tools/testing/selftests/nvmet_cgroup" || exit 1
 . ./nvmet_lib.sh
@@ -24,7 +35,7 @@ OUT=${BENCH_OUT:?}
 ROUNDS=${BENCH_ROUNDS:-3}
 RUNTIME=${BENCH_RUNTIME:-20}
 RAMP=${BENCH_RAMP:-5}
-CONFIGS=${BENCH_CONFIGS-A B C D L}
+CONFIGS=${BENCH_CONFIGS-A B C D V0 V1 VD}
 TRANSPORTS=${BENCH_TRANSPORTS:-loop tcp}
 MNT=/mnt/bench
 mkdir -p "$OUT"
@@ -55,15 +66,97 @@ if [ -n "$TRANSPORTS" ]; then
 	dd if=/dev/zero of="$MNT/ns.img" bs=1M count=1024 oflag=direct conv=notrunc status=none || die "file prefill"
 fi
 cg_create bench || die "cgroup"
-for t in $TRANSPORTS; do
-	subsys_create "nqn.bench.$t" &&
-	ns_create "nqn.bench.$t" 1 /dev/nullb0 && ns_create "nqn.bench.$t" 2 "$MNT/ns.img" || die "subsystem $t"
-done
-port_create 1 loop && port_create 2 tcp || die "ports"
-for t in $TRANSPORTS; do
-	[ "$t" = loop ] && port_add_subsys 1 "nqn.bench.$t"
-	[ "$t" = tcp ] && port_add_subsys 2 "nqn.bench.$t"
-done
+
+# The bench's target: configfs, which lives and dies with nvmet.
+target_up() {
+	local t
+	for t in $TRANSPORTS; do
+		subsys_create "nqn.bench.$t" &&
+		ns_create "nqn.bench.$t" 1 /dev/nullb0 && ns_create "nqn.bench.$t" 2 "$MNT/ns.img" ||
+			die "subsystem $t"
+	done
+	port_create 1 loop && port_create 2 tcp || die "ports"
+	for t in $TRANSPORTS; do
+		[ "$t" = loop ] && port_add_subsys 1 "nqn.bench.$t"
+		[ "$t" = tcp ] && port_add_subsys 2 "nqn.bench.$t"
+	done
+	return 0
+}
+target_down() {
+	local t
+	# The ports link the subsystems: unlink them first.
+	port_destroy 1 && port_destroy 2 || die "port teardown"
+	for t in $TRANSPORTS; do
+		subsys_destroy "nqn.bench.$t" || die "subsystem $t teardown"
+	done
+}
+
+# Which nvmet is loaded: "project" (the kernel's, carrying patches/) or
+# "v12" (bench/build-v12's, MODULE_VERSION("v12") in each module).
+V12=${BENCH_V12:-}
+NVMET_MODULES="nvmet nvme_loop nvmet_tcp"
+STACK=project
+stack_of() {	# CONFIG
+	case "$1" in
+	V*) echo v12 ;;
+	*) echo project ;;
+	esac
+}
+# A wrong nvmet would time the wrong code without any other sign: check
+# every module of the stack, after each swap.
+stack_check() {	# STACK
+	local m v
+	for m in $NVMET_MODULES; do
+		[ -d "/sys/module/$m" ] || die "swap to $1: $m is not loaded"
+		v=$(cat "/sys/module/$m/version" 2>/dev/null)
+		if [ "$1" = v12 ]; then
+			[ "$v" = v12 ] || die "swap to v12: $m has version '$v', not v12"
+		else
+			[ -z "$v" ] || die "swap to the project's nvmet: $m has version '$v'"
+		fi
+	done
+}
+# Swap nvmet and its transports for STACK's, within the boot: no host is
+# connected between configurations, so tearing the target down releases
+# every module.  insmod does not resolve dependencies: modprobe loads what
+# v12's modules depend on first (the kernel's nvme_auth, kpp, nvme_fabrics).
+stack_swap() {	# STACK
+	local m ko deps
+	[ "$1" = "$STACK" ] && return 0
+	echo "bench: swapping nvmet: $STACK -> $1"
+	target_down
+	for m in nvmet_cgroup nvmet_tcp nvme_loop nvmet; do
+		if [ -d "/sys/module/$m" ]; then
+			rmmod "$m" || die "swap to $1: rmmod $m"
+		fi
+	done
+	if [ "$1" = v12 ]; then
+		[ -n "$V12" ] && [ -f "$V12/nvmet.ko" ] || die "no v12 modules (BENCH_V12='$V12')"
+		for m in nvmet nvme-loop nvmet-tcp; do
+			ko=$V12/$m.ko
+			deps=$(modinfo -F depends "$ko" | tr ',' '\n' | grep -vx nvmet | tr '\n-' ' _')
+			# shellcheck disable=SC2086 # a list of module names
+			[ -z "${deps// /}" ] || modprobe -a $deps || die "swap to v12: modprobe $deps"
+			insmod "$ko" || die "swap to v12: insmod $ko"
+		done
+	else
+		modprobe -a $NVMET_MODULES || die "swap to the project's nvmet: modprobe"
+	fi
+	stack_check "$1"
+	STACK=$1
+	target_up
+}
+
+# The kernel tasks every V configuration's namespaces add: v12 makes a
+# WQ_MEM_RECLAIM workqueue per namespace, "nvmet-blkcg-NSID", whose rescuer
+# is a kernel thread "kworker/R-nvmet-blkcg-NSID" (/proc/PID/comm gives the
+# full name, past the 15 characters of the task's comm); the project has one
+# rescuer ("kworker/R-nvmet_cgroup") for all namespaces.
+rescuers() {
+	cat /proc/[0-9]*/comm 2>/dev/null | grep -Ec '^kworker/R-(nvmet-blkcg-[0-9]+|nvmet_cgroup)$'
+}
+
+target_up
 
 iocost() {	# on|off: iocost on both backing devices, a model that never limits
 	local d
@@ -81,6 +174,8 @@ iocost() {	# on|off: iocost on both backing devices, a model that never limits
 
 configure() {	# CONFIG
 	local t ns id=0
+	# A swap recreates the target with its namespaces enabled.
+	stack_swap "$(stack_of "$1")"
 	for t in $TRANSPORTS; do
 		for ns in 1 2; do
 			echo 0 > "$NVMET_CFS/subsystems/nqn.bench.$t/namespaces/$ns/enable"
@@ -92,16 +187,18 @@ configure() {	# CONFIG
 		rmmod nvmet_cgroup || die "rmmod"
 	fi
 	case "$1" in
-	A) ;;
+	A|V*) ;;
 	L) modprobe nvmet_cgroup fast_path=0 || die "modprobe" ;;
 	*) modprobe nvmet_cgroup || die "modprobe" ;;
 	esac
 	case "$1" in
-	C|D|L) id=$(cg_id bench) ;;
+	C|D|L|V1|VD) id=$(cg_id bench) ;;
 	R) id=$(stat -c %i "$CG") ;;
 	esac
 	iocost off
-	[ "$1" = D ] && iocost on
+	case "$1" in
+	D|VD) iocost on ;;
+	esac
 	for t in $TRANSPORTS; do
 		for ns in 1 2; do
 			# nvmet keeps cgroup_id across module reloads: A and B clear it
@@ -109,6 +206,9 @@ configure() {	# CONFIG
 			echo 1 > "$NVMET_CFS/subsystems/nqn.bench.$t/namespaces/$ns/enable" || die "enable"
 		done
 	done
+	# "CONFIG NVMET NAMESPACES RESCUERS", once per configuration.
+	grep -q "^$1 " "$OUT/threads.txt" 2>/dev/null ||
+		echo "$1 $STACK $(($(echo $TRANSPORTS | wc -w) * 2)) $(rescuers)" >> "$OUT/threads.txt"
 }
 
 # Each fio job runs on its own CPU (numjobs=2: one per CPU; one job: CPU 0),
@@ -211,6 +311,9 @@ isolation() {
 }
 
 if [ "${BENCH_ISOLATION:-1}" = 1 ]; then
+	# The isolation run is the project's: back to its nvmet if the last
+	# configuration was v12's.
+	stack_swap project
 	for t in $TRANSPORTS; do
 		for ns in 1 2; do
 			echo 0 > "$NVMET_CFS/subsystems/nqn.bench.$t/namespaces/$ns/enable"
@@ -234,31 +337,115 @@ if [ "${BENCH_ISOLATION:-1}" = 1 ]; then
 	subsys_destroy nqn.bench.iso
 fi
 
+# Scale under I/O: 128 namespaces in 32 cgroups behind 4 controllers (one
+# subsystem each, the transports of $BENCH_TRANSPORTS in turn), all on
+# nullb0; one fio randread (iodepth 32 x 2) spreads over the 128 devices,
+# and the aggregate IOPS is timed for each of $BENCH_SCALE_CONFIGS (A, C,
+# V1: stock, the project, v12), interleaved round by round.  Namespace k
+# goes to cgroup scale/g(k mod 32).
+SCALE_SUBSYS=4
+SCALE_NS=32
+SCALE_CGROUPS=32
+scale_up() {	# CONFIG
+	local s ns id i=0 t transports
+	read -ra transports <<< "$TRANSPORTS"
+	for ((s = 0; s < SCALE_SUBSYS; s++)); do
+		subsys_create "nqn.bench.scale$s" || die "scale subsystem $s"
+		for ((ns = 1; ns <= SCALE_NS; ns++)); do
+			id=0
+			case "$1" in
+			A|V0|B) ;;
+			*) id=$(cg_id "scale/g$((i % SCALE_CGROUPS))") ;;
+			esac
+			i=$((i + 1))
+			ns_create "nqn.bench.scale$s" "$ns" /dev/nullb0 cgroup_id="$id" ||
+				die "scale namespace $s/$ns ($1)"
+		done
+		t=${transports[s % ${#transports[@]}]}
+		port_add_subsys "$([ "$t" = loop ] && echo 1 || echo 2)" "nqn.bench.scale$s" &&
+			host_connect "$t" "nqn.bench.scale$s" || die "scale connect $s ($1)"
+	done
+}
+# The host's block devices of the scale subsystems, colon-separated for
+# fio, once all of them are there.
+scale_devs() {
+	local b devs n i
+	for ((i = 0; i < 300; i++)); do
+		devs= n=0
+		for b in /sys/block/nvme*n*; do
+			case "$(cat "$b/device/subsysnqn" 2>/dev/null)" in
+			nqn.bench.scale*) devs=$devs${devs:+:}/dev/${b##*/}; n=$((n + 1)) ;;
+			esac
+		done
+		if [ "$n" = $((SCALE_SUBSYS * SCALE_NS)) ]; then
+			echo "$devs"
+			return 0
+		fi
+		sleep 0.1
+	done
+	die "scale: $n of $((SCALE_SUBSYS * SCALE_NS)) host devices"
+}
+scale_down() {
+	local s
+	for ((s = 0; s < SCALE_SUBSYS; s++)); do
+		host_disconnect "nqn.bench.scale$s"
+		rm -f "$NVMET_CFS"/ports/*/subsystems/"nqn.bench.scale$s"
+		subsys_destroy "nqn.bench.scale$s" || die "scale teardown $s"
+	done
+}
+if [ -n "${BENCH_SCALE_CONFIGS:-}" ] && [ -n "$TRANSPORTS" ]; then
+	for ((i = 0; i < SCALE_CGROUPS; i++)); do
+		cg_create "scale/g$i" || die "scale cgroup $i"
+	done
+	for ((round = 1; round <= ROUNDS; round++)); do
+		for c in $BENCH_SCALE_CONFIGS; do
+			configure "$c"
+			before=$(rescuers)
+			scale_up "$c"
+			# Those of the 128 namespaces only, not the bench's own.
+			grep -q "^scale_$c " "$OUT/threads.txt" ||
+				echo "scale_$c $STACK $((SCALE_SUBSYS * SCALE_NS)) $(($(rescuers) - before))" \
+					>> "$OUT/threads.txt"
+			echo "round $round scale $c"
+			job "r${round}_${c}_scale_bdev_randread" "$(scale_devs)" --rw=randread --iodepth=32 --numjobs=2
+			scale_down
+		done
+	done
+fi
+
 if [ "${BENCH_SCALE:-1}" = 1 ]; then
-	# Kernel threads and slab per namespace with cgroup_id set: 1, 16, 128.
+	# Kernel tasks and slab that 1, 16 and 128 namespaces with cgroup_id
+	# set add, with the project's nvmet and module, then (with $BENCH_V12)
+	# with v12's nvmet: v12 makes a workqueue with a rescuer per namespace.
 	tasks() { ls /proc | grep -c '^[0-9]'; }
 	slab() { awk '/^Slab:/ {print $2}' /proc/meminfo; }
-	modprobe nvmet_cgroup
-	base_threads=$(tasks)
-	base_slab=$(slab)
-	subsys_create nqn.bench.scale
-	echo "namespaces,tasks,task_delta,slab_kib,slab_delta_kib" > "$OUT/scale.csv"
-	echo "0,$base_threads,0,$base_slab,0" >> "$OUT/scale.csv"
-	n=0
-	for target in 1 16 128; do
-		while [ $n -lt $target ]; do
-			n=$((n + 1))
-			ns_create nqn.bench.scale $n /dev/nullb0 cgroup_id="$(cg_id bench)" || die "scale ns $n"
+	scale() {	# STACK
+		local n=0 target base_tasks base_slab base_rescuers t s
+		stack_swap "$1"
+		[ "$1" = project ] && { modprobe nvmet_cgroup || die "modprobe"; }
+		base_tasks=$(tasks)
+		base_slab=$(slab)
+		base_rescuers=$(rescuers)
+		subsys_create nqn.bench.scale || die "scale subsystem"
+		echo "$1,0,$base_tasks,0,0,$base_slab,0" >> "$OUT/scale.csv"
+		for target in 1 16 128; do
+			while [ $n -lt $target ]; do
+				n=$((n + 1))
+				ns_create nqn.bench.scale $n /dev/nullb0 cgroup_id="$(cg_id bench)" ||
+					die "scale ns $n ($1)"
+			done
+			sleep 1
+			t=$(tasks)
+			s=$(slab)
+			echo "$1,$n,$t,$((t - base_tasks)),$(($(rescuers) - base_rescuers)),$s,$((s - base_slab))" \
+				>> "$OUT/scale.csv"
 		done
-		sleep 1
-		t=$(tasks)
-		s=$(slab)
-		echo "$n,$t,$((t - base_threads)),$s,$((s - base_slab))" >> "$OUT/scale.csv"
-	done
-	subsys_destroy nqn.bench.scale
+		subsys_destroy nqn.bench.scale || die "scale teardown ($1)"
+	}
+	echo "stack,namespaces,tasks,task_delta,rescuer_delta,slab_kib,slab_delta_kib" > "$OUT/scale.csv"
+	scale project
+	[ -z "$V12" ] || scale v12
 fi
-# The ports link the subsystems: unlink them first.
-port_destroy 1; port_destroy 2
-for t in $TRANSPORTS; do subsys_destroy "nqn.bench.$t"; done
+target_down
 [ -z "$TRANSPORTS" ] || umount "$MNT"
 echo "bench: done"

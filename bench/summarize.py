@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Summarize one `make bench` run: medians over rounds, ratios to stock.
+"""Summarize one `make bench` run: medians over rounds, ratios to stock (A)
+and to the upstream v12 patch with cgroup_id set (V1).
 
 Reads the fio JSON files of a raw directory (bench/guest.sh names them
 r<round>_<config>_<transport>_<backend>_<workload>.json), prints a Markdown
@@ -13,29 +14,44 @@ import re
 import statistics
 import sys
 
-NAME = re.compile(r"r(\d+)_([A-DLR])_(\w+?)_(bdev|file)_(randread|randwrite|qd1)\.json$")
+NAME = re.compile(r"r(\d+)_([A-DLR]|V[01D])_(\w+?)_(bdev|file)_(randread|randwrite|qd1)\.json$")
 CONFIGS = {"A": "stock nvmet", "B": "module, cgroup_id unset",
            "C": "cgroup_id set", "D": "cgroup_id set + io.cost",
-           "L": "cgroup_id set, fast_path=0", "R": "cgroup_id = root cgroup"}
-ORDER = "ABCDLR"
+           "L": "cgroup_id set, fast_path=0", "R": "cgroup_id = root cgroup",
+           "V0": "v12, cgroup_id unset", "V1": "v12, cgroup_id set",
+           "VD": "v12, cgroup_id set + io.cost"}
+ORDER = ["A", "B", "C", "D", "L", "R", "V0", "V1", "VD"]
+# The second reference: the upstream patch v12 with cgroup_id set, whose
+# seed figure is -24 % IOPS against stock.
+V12_SET = "V1"
 # Two-sided 95 % Student t quantiles by degrees of freedom (1.96 beyond).
 T95 = [0, 12.71, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
        2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
        2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
 
-# The issue's targets: (text, configuration, metric, workloads, limit,
+# Issue #13's targets: (text, configuration, metric, workloads, limit,
 # whether the limit is a minimum).  Metrics are job_stats() keys.
 RW = ("randread", "randwrite")
 TARGETS = (
     ("B IOPS >= 0.99 x A", "B", "iops", RW, 0.99, True),
     ("B p99 <= 1.05 x A", "B", "p99_us", RW, 1.05, False),
-    ("C IOPS >= 0.97 x A", "C", "iops", RW, 0.97, True),
-    ("C p99 <= 1.10 x A", "C", "p99_us", RW, 1.10, False),
-    ("D IOPS >= 0.90 x A", "D", "iops", RW, 0.90, True),
-    ("qd1 C mean <= 1.2 x A", "C", "mean_us", ("qd1",), 1.2, False),
-    ("qd1 C p99 <= 1.2 x A", "C", "p99_us", ("qd1",), 1.2, False),
-    ("qd1 D mean <= 2 x A", "D", "mean_us", ("qd1",), 2.0, False),
-    ("qd1 D p99 <= 2 x A", "D", "p99_us", ("qd1",), 2.0, False))
+    ("C IOPS >= 0.99 x A", "C", "iops", RW, 0.99, True),
+    ("C p99 <= 1.05 x A", "C", "p99_us", RW, 1.05, False),
+    ("D IOPS >= 0.95 x A", "D", "iops", RW, 0.95, True),
+    ("qd1 C mean <= 1.1 x A", "C", "mean_us", ("qd1",), 1.1, False),
+    ("qd1 C p99 <= 1.1 x A", "C", "p99_us", ("qd1",), 1.1, False),
+    ("qd1 D mean <= 1.5 x A", "D", "mean_us", ("qd1",), 1.5, False),
+    ("qd1 D p99 <= 1.5 x A", "D", "p99_us", ("qd1",), 1.5, False))
+# "C >= v12-set + 15 points": C's IOPS relative to A at least 0.15 above
+# V1's, on the same path and round (it applies where V1 shows the seed's
+# cost, about -24 %: a clock on which V1 costs nothing cannot show it).
+# The "transport" of the 128-namespace run's jobs (bench/guest.sh): one
+# aggregate figure, kept apart from the per-path pools.
+SCALE = "scale"
+POINTS_TARGET = ("C IOPS >= V1 + 15 points (x A)", "C", V12_SET, 0.15)
+# The seed measured v12 with cgroup_id set at 0.74-0.76 x stock; a clock on
+# which V1's interval reaches above 0.9 x A does not show that cost.
+SEED_SIZED = 0.9
 VS_A = {"iops": "iops_vs_A", "mean_us": "mean_vs_A", "p99_us": "p99_vs_A"}
 
 def pooled(ratios):
@@ -49,25 +65,83 @@ def pooled(ratios):
     return {"n": n, "gmean": math.exp(mean), "lo": math.exp(mean - half), "hi": math.exp(mean + half)}
 
 
+def pooled_difference(diffs):
+    """Arithmetic mean of paired differences and its 95 % interval."""
+    n = len(diffs)
+    if n < 2:
+        return None
+    mean = statistics.mean(diffs)
+    half = (T95[n - 1] if n - 1 < len(T95) else 1.96) * statistics.stdev(diffs) / math.sqrt(n)
+    return {"n": n, "gmean": mean, "lo": mean - half, "hi": mean + half}
+
+
+def verdict(p, good):
+    if good(p["lo"]) and good(p["hi"]):
+        return "met"
+    if not good(p["lo"]) and not good(p["hi"]):
+        return "missed"
+    return "unresolved (interval spans the limit)"
+
+
+def pooled_points(rows):
+    """C's and V1's IOPS, each relative to A's job of the same round and
+    path, subtracted: how many points of stock C keeps above v12."""
+    text, cfg, ref, limit = POINTS_TARGET
+    diffs = []
+    for r in rows:
+        if r["workload"] not in RW or r["transport"] == SCALE:
+            continue
+        c = r["configs"].get(cfg, {}).get("paired_by_round", {})
+        v = r["configs"].get(ref, {}).get("paired_by_round", {})
+        diffs += [c[k] - v[k] for k in c if k in v]
+    p = pooled_difference(diffs)
+    if not p:
+        return None
+    # The target is for a clock on which v12 shows its seed-sized cost
+    # (-24 %): say so where V1 is within 10 % of stock.
+    v1 = pooled([x for r in rows if r["workload"] in RW and r["transport"] != SCALE
+                 for x in r["configs"].get(ref, {}).get("paired", {}).get("iops", [])])
+    if v1 and v1["hi"] > SEED_SIZED:
+        return (text, p["n"], p["gmean"], p["lo"], p["hi"],
+                "not applicable: V1 is %.3f x A (%.3f - %.3f) here, not resolved below %.1f"
+                % (v1["gmean"], v1["lo"], v1["hi"], SEED_SIZED))
+    return (text, p["n"], p["gmean"], p["lo"], p["hi"], verdict(p, lambda x: x >= limit))
+
+
+def comparisons(rows):
+    """Every configuration pooled against A and against V1: IOPS at
+    iodepth 32, p99 at iodepth 32, queue-depth-1 mean and p99."""
+    out = []
+    cfgs = [c for c in ORDER if any(c in r["configs"] for r in rows if r["transport"] != SCALE)]
+    for cfg in cfgs:
+        line = {"config": cfg}
+        for col, ref, key, wl in (("iops_vs_A", "A", "iops", RW), ("iops_vs_V1", V12_SET, "iops", RW),
+                                  ("p99_vs_A", "A", "p99_us", RW), ("qd1_mean_vs_A", "A", "mean_us", ("qd1",)),
+                                  ("qd1_p99_vs_A", "A", "p99_us", ("qd1",))):
+            field = "paired" if ref == "A" else "paired_v1"
+            ratios = [x for r in rows if r["workload"] in wl and r["transport"] != SCALE
+                      for x in r["configs"].get(cfg, {}).get(field, {}).get(key, [])]
+            line[col] = pooled(ratios) if cfg != ref else None
+        out.append(line)
+    return out
+
+
 def pooled_targets(rows):
     """Each target on the ratios of every path and round, paired with A's
     job of the same round: a per-command cost shows on every path, while
     the emulation's drift between rounds and paths averages out."""
     out = []
     for text, cfg, key, wl, limit, want_min in TARGETS:
-        ratios = [x for r in rows if r["workload"] in wl
+        ratios = [x for r in rows if r["workload"] in wl and r["transport"] != SCALE
                   for x in r["configs"].get(cfg, {}).get("paired", {}).get(key, [])]
         p = pooled(ratios)
         if not p:
             continue
         good = (lambda v: v >= limit) if want_min else (lambda v: v <= limit)
-        if good(p["lo"]) and good(p["hi"]):
-            verdict = "met"
-        elif not good(p["lo"]) and not good(p["hi"]):
-            verdict = "missed"
-        else:
-            verdict = "unresolved (interval spans the limit)"
-        out.append((text, p["n"], p["gmean"], p["lo"], p["hi"], verdict))
+        out.append((text, p["n"], p["gmean"], p["lo"], p["hi"], verdict(p, good)))
+    points = pooled_points(rows)
+    if points:
+        out.append(points)
     return out
 
 
@@ -88,6 +162,7 @@ def job_stats(path, workload):
 def check_targets(rows, iso):
     """The issue's targets: (target, worst case, value, met) per target."""
     out = []
+    rows = [r for r in rows if r["transport"] != SCALE]
 
     def worst(cfg, key, workloads, want_min):
         vals = [(r["configs"][cfg][key], "%s %s %s" % (r["transport"], r["backend"], r["workload"]))
@@ -157,19 +232,31 @@ def main(raw, out):
                 m["paired"] = {k: [s[k] / a_by_round[s["round"]][k] for s in by_cfg[cfg]
                                    if s["round"] in a_by_round and a_by_round[s["round"]][k]]
                                for k in ("iops", "mean_us", "p99_us")}
+                m["paired_by_round"] = {s["round"]: s["iops"] / a_by_round[s["round"]]["iops"]
+                                        for s in by_cfg[cfg]
+                                        if s["round"] in a_by_round and a_by_round[s["round"]]["iops"]}
+            if V12_SET in by_cfg and cfg != V12_SET:
+                # And against v12's job with cgroup_id set of the same round.
+                v_by_round = {s["round"]: s for s in by_cfg[V12_SET]}
+                m["paired_v1"] = {k: [s[k] / v_by_round[s["round"]][k] for s in by_cfg[cfg]
+                                      if s["round"] in v_by_round and v_by_round[s["round"]][k]]
+                                  for k in ("iops", "mean_us", "p99_us")}
+                if med[V12_SET]["iops"]:
+                    m["iops_vs_V1"] = m["iops"] / med[V12_SET]["iops"]
             if base:
                 b, bb = m["best"], base["best"]
                 m["best_vs_A"] = {k: (b[k] / bb[k] if bb[k] else 0) for k in ("iops", "mean_us", "p99_us")}
         rows.append({"transport": transport, "backend": backend, "workload": workload, "configs": med})
 
-    lines = ["| transport | backend | workload | config | IOPS | mean µs | p99 µs | IOPS vs A | mean vs A | p99 vs A | spread | best round vs A: IOPS / mean / p99 |",
-             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["| transport | backend | workload | config | IOPS | mean µs | p99 µs | IOPS vs A | IOPS vs V1 | mean vs A | p99 vs A | spread | best round vs A: IOPS / mean / p99 |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         for cfg, m in sorted(r["configs"].items(), key=lambda kv: ORDER.index(kv[0])):
             bv = m.get("best_vs_A")
-            lines.append("| {} | {} | {} | {} {} | {:.0f} | {:.0f} | {:.0f} | {} | {} | {} | {:.0f} % | {} |".format(
+            lines.append("| {} | {} | {} | {} {} | {:.0f} | {:.0f} | {:.0f} | {} | {} | {} | {} | {:.0f} % | {} |".format(
                 r["transport"], r["backend"], r["workload"], cfg, CONFIGS[cfg], m["iops"], m["mean_us"], m["p99_us"],
                 "%.3f" % m["iops_vs_A"] if "iops_vs_A" in m else "-",
+                "%.3f" % m["iops_vs_V1"] if "iops_vs_V1" in m else "-",
                 "%.2f" % m["mean_vs_A"] if "mean_vs_A" in m else "-",
                 "%.2f" % m["p99_vs_A"] if "p99_vs_A" in m else "-",
                 m["iops_spread_pct"],
@@ -213,14 +300,37 @@ def main(raw, out):
     scale = os.path.join(raw, "scale.csv")
     scale_rows = []
     if os.path.exists(scale):
+        # Runs before v12 was measured have no stack (the project's) and no
+        # rescuer columns.
         with open(scale) as f:
             hdr = f.readline().strip().split(",")
-            scale_rows = [dict(zip(hdr, map(int, l.strip().split(",")))) for l in f if l.strip()]
-        lines = ["| namespaces with cgroup_id | tasks added | slab added (KiB) | slab per namespace (KiB) |",
-                 "| ---: | ---: | ---: | ---: |"]
-        for s in scale_rows[1:]:
-            lines.append("| {} | {} | {} | {:.1f} |".format(s["namespaces"], s["task_delta"], s["slab_delta_kib"],
-                                                           s["slab_delta_kib"] / s["namespaces"]))
+            for l in f:
+                if l.strip():
+                    row = dict(zip(hdr, l.strip().split(",")))
+                    scale_rows.append({k: (v if k == "stack" else int(v)) for k, v in row.items()})
+        lines = ["| nvmet | namespaces with cgroup_id | tasks added | of which workqueue rescuers | slab added (KiB) | slab per namespace (KiB) |",
+                 "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        for s in scale_rows:
+            if not s["namespaces"]:
+                continue
+            lines.append("| {} | {} | {} | {} | {} | {:.1f} |".format(
+                s.get("stack", "project"), s["namespaces"], s["task_delta"], s.get("rescuer_delta", "-"),
+                s["slab_delta_kib"], s["slab_delta_kib"] / s["namespaces"]))
+        print("\n" + "\n".join(lines))
+        report.append("\n".join(lines))
+
+    # threads.txt: "CONFIG NVMET NAMESPACES RESCUERS", once per configuration.
+    threads = []
+    if os.path.exists(os.path.join(raw, "threads.txt")):
+        with open(os.path.join(raw, "threads.txt")) as f:
+            threads = [l.split() for l in f if len(l.split()) == 4]
+    if threads:
+        lines = ["| config | nvmet | namespaces | workqueue rescuer threads |", "| --- | --- | ---: | ---: |"]
+        lines += ["| {} | {} | {} | {} |".format(*t) for t in threads]
+        lines.append("")
+        lines.append("Rescuer threads of the project's workqueue (\"nvmet_cgroup\", one for all namespaces) and "
+                     "of v12's (\"nvmet-blkcg-NSID\", one per namespace with cgroup_id), counted after each "
+                     "configuration's first enable.")
         print("\n" + "\n".join(lines))
         report.append("\n".join(lines))
 
@@ -245,6 +355,41 @@ def main(raw, out):
         if "C" in paths and (paths["C"][1] or paths["C"][3]):
             print("WARNING: configuration C did not run on the fast path", file=sys.stderr)
 
+    scale_io = [r for r in rows if r["transport"] == SCALE]
+    if scale_io:
+        def cell(p):
+            return "%.3f (%.3f - %.3f)" % (p["gmean"], p["lo"], p["hi"]) if p else "-"
+        lines = ["| config | aggregate IOPS | vs A | vs V1 | pooled vs A | pooled vs V1 | p99 µs |",
+                 "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for cfg, m in sorted(scale_io[0]["configs"].items(), key=lambda kv: ORDER.index(kv[0])):
+            lines.append("| {} {} | {:.0f} | {} | {} | {} | {} | {:.0f} |".format(
+                cfg, CONFIGS[cfg], m["iops"],
+                "%.3f" % m["iops_vs_A"] if "iops_vs_A" in m else "-",
+                "%.3f" % m["iops_vs_V1"] if "iops_vs_V1" in m else "-",
+                cell(pooled(m.get("paired", {}).get("iops", []))),
+                cell(pooled(m.get("paired_v1", {}).get("iops", []))), m["p99_us"]))
+        lines.append("")
+        lines.append("128 namespaces in 32 cgroups behind 4 controllers, one randread job (iodepth 32 x 2) over "
+                     "all of them: medians over rounds; pooled: each round against the reference's round.")
+        print("\n" + "\n".join(lines))
+        report.append("\n".join(lines))
+
+    comps = comparisons(rows)
+    if any(c[k] for c in comps for k in c if k != "config"):
+        def cell(p):
+            return "%.3f (%.3f - %.3f)" % (p["gmean"], p["lo"], p["hi"]) if p else "-"
+        lines = ["| config | IOPS vs A | IOPS vs V1 | p99 vs A | qd1 mean vs A | qd1 p99 vs A |",
+                 "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        for c in comps:
+            lines.append("| {} {} | {} | {} | {} | {} | {} |".format(
+                c["config"], CONFIGS[c["config"]], cell(c["iops_vs_A"]), cell(c["iops_vs_V1"]),
+                cell(c["p99_vs_A"]), cell(c["qd1_mean_vs_A"]), cell(c["qd1_p99_vs_A"])))
+        lines.append("")
+        lines.append("Geometric means of paired ratios (each job against the reference's job of the same path and "
+                     "round) with their 95 % intervals; IOPS and p99 at iodepth 32, randread and randwrite.")
+        print("\n" + "\n".join(lines))
+        report.append("\n".join(lines))
+
     ptargets = pooled_targets(rows)
     if ptargets:
         lines = ["| target | paired ratios | geometric mean | 95 % interval | verdict |",
@@ -252,7 +397,8 @@ def main(raw, out):
         lines += ["| {} | {} | {:.3f} | {:.3f} - {:.3f} | {} |".format(*t) for t in ptargets]
         lines.append("")
         lines.append("Pooled over every path (transport x backend x workload) and round: each job's ratio to A's "
-                     "job of the same round; verdict \"met\" only when the whole interval meets the target.")
+                     "job of the same round (for the points target, C's ratio minus V1's, an arithmetic mean); "
+                     "verdict \"met\" only when the whole interval meets the target.")
         print("\n" + "\n".join(lines))
         report.append("\n".join(lines))
 
@@ -266,6 +412,7 @@ def main(raw, out):
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump({"raw": raw, "clock": clock, "rows": rows, "isolation": iso, "scale": scale_rows, "paths": paths,
+                   "threads": threads, "comparisons": comps,
                    "pooled_targets": [dict(zip(("target", "n", "gmean", "lo", "hi", "verdict"), t)) for t in ptargets]}, f, indent=1)
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write("\n\n".join(report) + "\n")
