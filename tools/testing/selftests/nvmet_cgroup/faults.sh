@@ -92,10 +92,23 @@ pattern() {	# write|check DEV...
 LOAD_OFF=4M
 LOAD_SIZE=8M
 declare -A LOAD_PID
-# load_start S: one fio, a job per namespace 1 and 2 of subsystem S
+# writes_done DISK: writes the host's DISK has completed
+writes_done() {
+	local w
+	read -r _ _ _ _ w _ < "/sys/block/$1/stat" && echo "$w"
+}
+
+moved() {	# DISK WRITES: DISK completed more than WRITES
+	[ "$(writes_done "$1")" -gt "$2" ]
+}
+
+# load_start S: one fio, a job per namespace 1 and 2 of subsystem S; returns
+# once both namespaces complete writes (fio takes seconds to start here,
+# and one interrupted before it starts prints no summary)
 load_start() {
-	local d1 d2
+	local d1 d2 w1 w2
 	d1=$(host_dev "$(nqn "$1")" 1) && d2=$(host_dev "$(nqn "$1")" 2) || return
+	w1=$(writes_done "${d1#/dev/}") && w2=$(writes_done "${d2#/dev/}") || return
 	rm -f "$OUT-load-$1"
 	fio --rw=randwrite --bs=4k --offset=$LOAD_OFF --size=$LOAD_SIZE --direct=1 \
 		--ioengine=libaio --iodepth=4 --rate_iops=20 --verify=crc32c \
@@ -104,6 +117,8 @@ load_start() {
 		--name="${1}1" --filename="$d1" --name="${1}2" --filename="$d2" \
 		--output="$OUT-load-$1" > /dev/null 2>&1 &
 	LOAD_PID[$1]=$!
+	wait_for 60 moved "${d1#/dev/}" "$w1" && wait_for 60 moved "${d2#/dev/}" "$w2" ||
+		fail "load $1 did not start writing within 60 s"
 }
 
 # the steady load: both namespaces of T and of L
@@ -135,7 +150,7 @@ load_stop() {
 		# per job "err= N:" and "issued rwts: total=READS,WRITES,...": the
 		# reads are the verifies
 		ios=$(sed -n 's/.*issued rwts: total=\([0-9]*\),\([0-9]*\),.*/\2 writes, \1 verified/p' \
-			"$OUT-load-$name" | xargs -d '\n' | sed 's/ \([0-9]* writes\)/; \1/g')
+			"$OUT-load-$name" | tr '\n' ';' | sed -e 's/;$//' -e 's/;/; /g')
 		echo "load $name: ${ios:-no summary}; $(grep -o 'err= *[0-9]*' "$OUT-load-$name" | xargs)"
 		if [ "$(grep -c 'err= *0:' "$OUT-load-$name")" != 2 ] || [ -z "$ios" ] ||
 		   [[ "$ios" == *" 0 verified"* ]] ||
