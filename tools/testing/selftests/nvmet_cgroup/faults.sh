@@ -450,7 +450,7 @@ cpu_hotplug_lanes() {
 	announce cpu_hotplug_lanes "$r"
 	[ -w $cpu ] || fail "no CPU hotplug for cpu1" || return
 	reload_module fast_path=0 || return
-	! grep -v ' mode=lanes ' "$STATUS" || fail "a namespace is not in mode lanes" || return
+	! grep -v -e ' mode=lanes ' -e '^$' "$STATUS" || fail "a namespace is not in mode lanes" || return
 	load_start_all || return
 	for ((i = 0; i < r; i++)); do
 		echo 0 > $cpu || { echo "round $i: cpu1 offline failed"; st=1; break; }
