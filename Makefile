@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Entry points.  `make` builds nvmet_cgroup.ko against the cached debug kernel
-# (building that kernel first if it is stale); `make check` runs every test;
+# (building that kernel first if it is stale); `make check` runs every test
+# (`make check-long`: the fault matrix with its full rounds);
 # `make demo` shows a throttled namespace in the VM; `make install` installs
 # the module, the nvmet-cgroup CLI and its files.  See README.md.
 
@@ -14,7 +15,7 @@ LLVM_FLAGS = $(if $(shell grep -s '^CONFIG_CC_IS_CLANG=y' $(KDIR)/.config),LLVM=
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) MO=$(MO) $(LLVM_FLAGS)
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: all module kernel deps check demo bench vm fmt fmt-check clippy rust-analyzer clean \
+.PHONY: all module kernel deps check check-long demo bench vm fmt fmt-check clippy rust-analyzer clean \
 	cli install install-tools dkms blktests
 
 all: module
@@ -47,6 +48,12 @@ rust-analyzer: kernel
 
 check:
 	scripts/check
+
+# faults.sh's fault matrix with issue #11's full round counts (x50, x30,
+# x10, 128 namespaces), in one boot after the host checks; `make check` runs
+# it with short rounds.
+check-long:
+	FAULT_ROUNDS=full TEST_TIMEOUT=5400 BOOT_TIMEOUT=6000 scripts/check faults.sh
 
 demo:
 	scripts/demo

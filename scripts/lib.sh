@@ -23,3 +23,21 @@ check_flavour() {
 	*) die "unknown flavour '$1' (debug or perf)" ;;
 	esac
 }
+
+# fault_table RESULTS_DIR: faults.sh's fault matrix, from its KTAP (a line
+# "# fault: CASE rounds=N" in each case's output, then the case's result),
+# as a table: case, rounds, result.
+fault_table() {
+	[ -f "$1/faults.ktap" ] || return 0
+	awk -v mode="${FAULT_ROUNDS:-short}" '
+	/^# fault: / { split($4, kv, "="); rounds[$3] = kv[2]; order[++n] = $3 }
+	/^(not )?ok [0-9]+ / { res[$NF] = ($1 == "ok") ? "ok" : "FAILED" }
+	END {
+		if (!n) exit
+		printf "\nFault matrix (faults.sh, FAULT_ROUNDS=%s):\n", mode
+		printf "  %-32s %6s  %s\n", "case", "rounds", "result"
+		for (i = 1; i <= n; i++)
+			printf "  %-32s %6s  %s\n", order[i], rounds[order[i]],
+				(order[i] in res) ? res[order[i]] : "unfinished"
+	}' "$1/faults.ktap"
+}

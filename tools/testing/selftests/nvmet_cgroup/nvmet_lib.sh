@@ -108,14 +108,16 @@ port_destroy() {
 	rmdir "$p"
 }
 
-# host_connect tcp|loop NQN: connect the host side over that transport.
+# host_connect tcp|loop NQN [nvme connect option...]: connect the host side
+# over that transport.
 host_connect() {
-	local out
-	if [ "$1" = tcp ]; then
-		out=$(nvme connect -t tcp -a "$TCP_ADDR" -s "$TCP_PORT" -n "$2" 2>&1)
+	local tr=$1 nqn=$2 out
+	shift 2
+	if [ "$tr" = tcp ]; then
+		out=$(nvme connect -t tcp -a "$TCP_ADDR" -s "$TCP_PORT" -n "$nqn" "$@" 2>&1)
 	else
-		out=$(nvme connect -t loop -n "$2" 2>&1)
-	fi || fail "nvme connect -t $1 -n $2: $out"
+		out=$(nvme connect -t loop -n "$nqn" "$@" 2>&1)
+	fi || fail "nvme connect -t $tr -n $nqn $*: $out"
 }
 
 host_disconnect() {

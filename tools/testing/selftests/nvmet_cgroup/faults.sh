@@ -1,0 +1,673 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# The fault matrix: faults injected while fio writes and verifies
+# (crc32c, verified as it goes) on a bdev and a file namespace with a cgroup
+# over nvme-tcp (subsystem T) and the same over nvme-loop (subsystem L).
+# That load must end with no I/O error and no verify error, and every fio
+# must exit within a bound (a hung fio is a lost command).  Where a fault
+# legitimately fails I/O (port unlink), the case names the errors it
+# accepts, and checks that the namespace comes back with the data written
+# before the fault intact.
+#
+# FAULT_ROUNDS=short (default, `make check`) or full (`make check-long`:
+# the round counts of issue #11) scales every case; each case prints
+# "fault: CASE rounds=N", from which scripts/check prints its table.
+#
+# The design's promises tested here (Documentation/design.rst): an enabled
+# namespace with a cgroup holds a reference on the module (rmmod: EBUSY);
+# a disable waits for that namespace's own commands only; a namespace's
+# cgroup_id outlives the module; an enable that fails leaves nothing
+# behind (no status line, no module reference, no cgroup reference).
+cd "$(dirname "$0")" || exit 1
+. ./case_lib.sh
+. ./nvmet_lib.sh
+. ./cgroup_lib.sh
+
+FAULT_ROUNDS=${FAULT_ROUNDS:-short}
+NQN_T=nqn.2026-12.io.nvmet-cgroup:faults-tcp
+NQN_L=nqn.2026-12.io.nvmet-cgroup:faults-loop
+NQN_D=nqn.2026-12.io.nvmet-cgroup:faults-disconnect
+NQN_M=nqn.2026-12.io.nvmet-cgroup:faults-many
+NQN_X=nqn.2026-12.io.nvmet-cgroup:faults-memory
+MNT=/mnt/faults
+HOG=/mnt/faults-hog
+STATUS=/sys/kernel/debug/nvmet_cgroup/namespaces
+OUT=/tmp/faults
+# Over tcp, a host whose controller is lost gives up after 10 s rather than
+# nvme-cli's 600 (see port_unlink_under_load)
+TCP_LOSS="--ctrl-loss-tmo=10 --reconnect-delay=2"
+# Namespaces with a cgroup that the host uses: subsystem letter and NSID.
+# Namespace 3 of T (bdev) and L (file) is the one the cases disable.
+HOST_NS="T 1 T 2 L 1 L 2 T 3 L 3 D 1 D 2"
+
+# rounds SHORT FULL: this run's round count
+rounds() {
+	if [ "$FAULT_ROUNDS" = full ]; then echo "$2"; else echo "$1"; fi
+}
+
+# the line scripts/check's table is made of
+announce() {	# CASE ROUNDS
+	echo "fault: $1 rounds=$2"
+}
+
+nqn() {
+	case "$1" in
+	T) echo "$NQN_T" ;; L) echo "$NQN_L" ;; D) echo "$NQN_D" ;;
+	M) echo "$NQN_M" ;; X) echo "$NQN_X" ;;
+	esac
+}
+
+ns_dir() {	# S NSID
+	echo "$NVMET_CFS/subsystems/$(nqn "$1")/namespaces/$2"
+}
+
+# ns_set S NSID 0|1: disable or enable, a disable bounded (the hung-task
+# detector fires at 60 s)
+ns_set() {
+	timeout 45 bash -c "echo $3 > $(ns_dir "$1" "$2")/enable" ||
+		fail "namespace $2 of $1: enable=$3 failed or took over 45 s"
+}
+
+# Data written before a fault: the first 512 KiB of a namespace, sequential
+# crc32c blocks that a verify_only run of the same job checks afterwards.
+# The load writes elsewhere (LOAD_OFF), so the pattern must survive intact.
+# One fio for all the devices: under emulation fio takes seconds to start.
+pattern() {	# write|check DEV...
+	local mode jobs=() d
+	if [ "$1" = write ]; then mode=--do_verify=1; else mode=--verify_only=1; fi
+	shift
+	for d in "$@"; do
+		jobs+=(--name="pattern${d#/dev/}" --filename="$d")
+	done
+	timeout 180 fio --rw=write --bs=4k --size=512k --direct=1 --ioengine=libaio \
+		--iodepth=8 --verify=crc32c --verify_fatal=1 --verify_state_save=0 "$mode" \
+		--output-format=terse "${jobs[@]}" > /dev/null ||
+		fail "pattern $mode on $* failed"
+}
+
+# The load: random 4k writes at 20 IOPS per namespace, each block read
+# back and checked (crc32c) within 16 writes, until load_stop: enough to
+# keep commands in flight without starving the emulated guest's CPUs, which
+# would slow every fault down.  --thread: one process.
+LOAD_OFF=4M
+LOAD_SIZE=8M
+declare -A LOAD_PID
+# writes_done DISK: writes the host's DISK has completed
+writes_done() {
+	local w
+	read -r _ _ _ _ w _ < "/sys/block/$1/stat" && echo "$w"
+}
+
+moved() {	# DISK WRITES: DISK completed more than WRITES
+	[ "$(writes_done "$1")" -gt "$2" ]
+}
+
+# load_start S: one fio, a job per namespace 1 and 2 of subsystem S; returns
+# once both namespaces complete writes (fio takes seconds to start here,
+# and one interrupted before it starts prints no summary)
+load_start() {
+	local d1 d2 w1 w2
+	d1=$(host_dev "$(nqn "$1")" 1) && d2=$(host_dev "$(nqn "$1")" 2) || return
+	w1=$(writes_done "${d1#/dev/}") && w2=$(writes_done "${d2#/dev/}") || return
+	rm -f "$OUT-load-$1"
+	fio --rw=randwrite --bs=4k --offset=$LOAD_OFF --size=$LOAD_SIZE --direct=1 \
+		--ioengine=libaio --iodepth=4 --rate_iops=20 --verify=crc32c \
+		--verify_backlog=16 --verify_fatal=1 --verify_state_save=0 \
+		--time_based --runtime=1800 --thread \
+		--name="${1}1" --filename="$d1" --name="${1}2" --filename="$d2" \
+		--output="$OUT-load-$1" > /dev/null 2>&1 &
+	LOAD_PID[$1]=$!
+	wait_for 60 moved "${d1#/dev/}" "$w1" && wait_for 60 moved "${d2#/dev/}" "$w2" ||
+		fail "load $1 did not start writing within 60 s"
+}
+
+# the steady load: both namespaces of T and of L
+load_start_all() {
+	load_start T && load_start L
+}
+
+# load_stop NAME...: each fio must still be running (an error stops it),
+# stop within 60 s of SIGINT, report err=0, and have written and verified
+# something
+load_stop() {
+	local name pid st=0 ios
+	for name in "$@"; do
+		pid=${LOAD_PID[$name]}
+		if ! kill -0 "$pid" 2>/dev/null; then
+			echo "load $name stopped early"
+			st=1
+		fi
+		kill -INT "$pid" 2>/dev/null
+	done
+	for name in "$@"; do
+		pid=${LOAD_PID[$name]}
+		if ! timeout 60 tail --pid="$pid" -f /dev/null; then
+			echo "load $name did not exit within 60 s of SIGINT: a lost command"
+			kill -KILL "$pid"
+			st=1
+		fi
+		wait "$pid" 2>/dev/null
+		# per job "err= N:" and "issued rwts: total=READS,WRITES,...": the
+		# reads are the verifies
+		ios=$(sed -n 's/.*issued rwts: total=\([0-9]*\),\([0-9]*\),.*/\2 writes, \1 verified/p' \
+			"$OUT-load-$name" | tr '\n' ';' | sed -e 's/;$//' -e 's/;/; /g')
+		echo "load $name: ${ios:-no summary}; $(grep -o 'err= *[0-9]*' "$OUT-load-$name" | xargs)"
+		if [ "$(grep -c 'err= *0:' "$OUT-load-$name")" != 2 ] || [ -z "$ios" ] ||
+		   [[ "$ios" == *" 0 verified"* ]] ||
+		   grep -qiE 'verify|bad magic|mismatch|io_u error' "$OUT-load-$name"; then
+			grep -iE 'err=|verify|magic|mismatch|error' "$OUT-load-$name" | head -n 5
+			st=1
+		fi
+	done
+	[ $st = 0 ] || fail "the load saw an error"
+}
+
+load_stop_all() {
+	load_stop T L
+}
+
+setup() {
+	local s n
+	mkdir -p "$MNT" &&
+	modprobe nvmet_cgroup &&
+	nullb_create nullb0 128 && nullb_create nullb1 1024 && nullb_create nullb2 128 &&
+	nullb_create nullb3 32 && nullb_create nullb4 32 && nullb_create nullb5 32 &&
+	mkfs.ext4 -q -F -b 4096 /dev/nullb1 && mount -o noatime /dev/nullb1 "$MNT" &&
+	fallocate -l 64M "$MNT/t.img" && fallocate -l 64M "$MNT/l.img" &&
+	fallocate -l 16M "$MNT/flap.img" && fallocate -l 16M "$MNT/d.img" &&
+	fallocate -l 16M "$MNT/x.img" || return
+	for s in t1 t2 l1 l2 flap thr; do
+		cg_create "faults/$s" || return
+	done
+	subsys_create "$NQN_T" && subsys_create "$NQN_L" && subsys_create "$NQN_D" &&
+	ns_create "$NQN_T" 1 /dev/nullb0 cgroup_id="$(cg_id faults/t1)" &&
+	ns_create "$NQN_T" 2 "$MNT/t.img" cgroup_id="$(cg_id faults/t2)" &&
+	ns_create "$NQN_T" 3 /dev/nullb3 cgroup_id="$(cg_id faults/flap)" &&
+	ns_create "$NQN_L" 1 /dev/nullb2 cgroup_id="$(cg_id faults/l1)" &&
+	ns_create "$NQN_L" 2 "$MNT/l.img" cgroup_id="$(cg_id faults/l2)" &&
+	ns_create "$NQN_L" 3 "$MNT/flap.img" cgroup_id="$(cg_id faults/flap)" &&
+	ns_create "$NQN_D" 1 /dev/nullb4 cgroup_id="$(cg_id faults/thr)" &&
+	ns_create "$NQN_D" 2 "$MNT/d.img" cgroup_id="$(cg_id faults/thr)" &&
+	port_create 1 tcp && port_create 2 loop &&
+	port_add_subsys 1 "$NQN_T" && port_add_subsys 2 "$NQN_L" &&
+	port_add_subsys 1 "$NQN_D" && port_add_subsys 2 "$NQN_D" &&
+	host_connect tcp "$NQN_T" $TCP_LOSS && host_connect loop "$NQN_L" &&
+	host_connect tcp "$NQN_D" || return
+	patterns write T 1 2 3 L 1 2 3 D 1 2 && host_disconnect "$NQN_D"
+}
+
+# patterns write|check [S NSID...]...: the pattern on these namespaces,
+# e.g. "patterns check T 1 2 L 3"
+patterns() {
+	local mode=$1 s= devs=() d a
+	shift
+	for a in "$@"; do
+		case "$a" in
+		[TLDX]) s=$a ;;
+		*) d=$(host_dev "$(nqn "$s")" "$a") || return; devs+=("$d") ;;
+		esac
+	done
+	pattern "$mode" "${devs[@]}"
+}
+
+# patterns_intact [S NSID...]...: the data written at setup reads back
+patterns_intact() {
+	patterns check "$@" && echo "$*: the data written at setup is intact"
+}
+
+# rmmod under load is refused (each enabled namespace with a cgroup holds a
+# reference on the module), and changes nothing for the load
+rmmod_refused_under_load() {
+	local r i err st=0
+	r=$(rounds 3 10)
+	announce rmmod_refused_under_load "$r"
+	load_start_all || return
+	sleep 2
+	for ((i = 0; i < r; i++)); do
+		if err=$(rmmod nvmet_cgroup 2>&1); then
+			echo "round $i: rmmod succeeded with namespaces enabled"
+			st=1
+			break
+		fi
+		case "$err" in *"in use"*) ;; *) echo "round $i: $err"; st=1 ;; esac
+		[ -d /sys/module/nvmet_cgroup ] || { echo "the module is gone"; st=1; break; }
+		sleep 1
+	done
+	echo "$r rmmod attempts refused: ${err:-none}"
+	load_stop_all || st=1
+	[ $st = 0 ] || fail "rmmod under load"
+}
+
+# disable/enable namespace 3 of T (bdev, tcp) and of L (file, loop) while
+# the load runs on namespaces 1 and 2 of both: each disable returns in
+# bounded time, the load sees nothing, and namespace 3's data is intact
+disable_enable_under_load() {
+	local r i start
+	r=$(rounds 5 50)
+	announce disable_enable_under_load "$r"
+	load_start_all || return
+	start=$SECONDS
+	for ((i = 0; i < r; i++)); do
+		ns_set T 3 0 && ns_set L 3 0 && ns_set T 3 1 && ns_set L 3 1 ||
+			{ load_stop_all; return 1; }
+	done
+	echo "$r rounds of disable and enable of two namespaces in $((SECONDS - start)) s"
+	load_stop_all && patterns_intact T 3 L 3
+}
+
+# inflight DISK: the host has 8 or more commands outstanding on DISK
+inflight() {
+	local r w
+	read -r r w < "/sys/block/$1/inflight" && [ "$((r + w))" -ge 8 ]
+}
+
+# one disconnect of D with commands held by io.max riops=50: namespace 1
+# (bdev) in blk-throttle on the fast path, namespace 2 (file) in its lanes
+disconnect_round() {	# tcp|loop
+	local d1 d2 pid start took
+	host_connect "$1" "$NQN_D" && d1=$(host_dev "$NQN_D" 1) && d2=$(host_dev "$NQN_D" 2) || return
+	fio --rw=randread --bs=4k --size=512k --direct=1 --ioengine=libaio --iodepth=32 \
+		--time_based --runtime=120 --thread \
+		--name=q1 --filename="$d1" --name=q2 --filename="$d2" > /dev/null 2>&1 &
+	pid=$!
+	wait_for 30 inflight "${d1#/dev/}" ||
+		fail "$1: fio's reads never queued behind the throttle" || { kill -KILL $pid; return 1; }
+	start=$SECONDS
+	timeout 30 nvme disconnect -n "$NQN_D" > /dev/null ||
+		fail "$1: disconnect failed or took over 30 s" || { kill -KILL $pid; return 1; }
+	took=$((SECONDS - start))
+	# fio may spin on the vanished devices: once killed, it must exit,
+	# i.e. none of its I/O is stuck in the kernel
+	kill -KILL $pid 2>/dev/null
+	timeout 10 tail --pid=$pid -f /dev/null || fail "$1: fio stuck after the disconnect" || return
+	wait $pid
+	echo "$1: disconnect with throttled reads queued took ${took} s"
+}
+
+disconnect_reconnect_throttled() {
+	local r i tr
+	r=$(rounds 4 30)
+	announce disconnect_reconnect_throttled "$r"
+	echo "$(devnum /dev/nullb4) riops=50" > "$CG/faults/thr/io.max" &&
+	echo "$(devnum /dev/nullb1) riops=50" > "$CG/faults/thr/io.max" || return
+	load_start_all || return
+	for ((i = 0; i < r; i++)); do
+		if [ $((i % 2)) = 0 ]; then tr=tcp; else tr=loop; fi
+		disconnect_round $tr || { load_stop_all; return 1; }
+	done
+	load_stop_all || return
+	echo "$(devnum /dev/nullb4) riops=max" > "$CG/faults/thr/io.max" &&
+	echo "$(devnum /dev/nullb1) riops=max" > "$CG/faults/thr/io.max" &&
+	host_connect tcp "$NQN_D" && patterns_intact D 1 2 && host_disconnect "$NQN_D"
+}
+
+# Unlinking a subsystem from its port deletes the host's controller on it:
+# nvmet drops its controllers on that port; nvme-loop's host controller is
+# deleted with them, nvme-tcp's reconnects are refused until it gives up
+# (TCP_LOSS).  So fio on those namespaces ends with an error, and only one
+# of these: EIO (5), ENXIO (6) or ENODEV (19), the host failing the I/O of
+# a deleted controller.  The other subsystem's load must see nothing, and
+# after relinking and reconnecting the data written before is intact.
+expect_io_error() {	# S
+	local pid=${LOAD_PID[$1]} err e
+	timeout 60 tail --pid="$pid" -f /dev/null ||
+		fail "load $1 still runs 60 s after its port went: a lost command" || return
+	wait "$pid"
+	err=$(sed -n 's/.*err= *\([0-9]*\):.*/\1/p' "$OUT-load-$1" | xargs)
+	echo "load $1: err=$err per job ($(grep -m 1 'io_u error' "$OUT-load-$1"))"
+	! grep -qiE 'verify|bad magic|mismatch' "$OUT-load-$1" ||
+		fail "load $1: a verify error" || return
+	[ -n "$err" ] || fail "load $1: no summary" || return
+	for e in $err; do
+		case "$e" in
+		5|6|19) ;;
+		*) fail "load $1: err=$e, expected EIO, ENXIO or ENODEV" || return ;;
+		esac
+	done
+}
+
+host_lacks() {	# NQN: the host has no controller of that subsystem
+	! cat /sys/class/nvme/nvme*/subsysnqn 2>/dev/null | grep -qx "$1"
+}
+
+unlink_round() {	# S PORT TRANSPORT OTHER
+	local s=$1 port=$2 tr=$3 o=$4 nq
+	nq=$(nqn "$s")
+	load_start "$s" && load_start "$o" || return
+	sleep 3
+	rm "$NVMET_CFS/ports/$port/subsystems/$nq" || return
+	expect_io_error "$s" || { load_stop "$o"; return 1; }
+	load_stop "$o" || return
+	wait_for 30 host_lacks "$nq" || fail "$s: the host's controller is still there" || return
+	port_add_subsys "$port" "$nq" || return
+	if [ "$tr" = tcp ]; then host_connect tcp "$nq" $TCP_LOSS; else host_connect loop "$nq"; fi &&
+	patterns_intact "$s" 1 2 3
+}
+
+port_unlink_under_load() {
+	local r i
+	r=$(rounds 1 3)
+	announce port_unlink_under_load "$r"
+	for ((i = 0; i < r; i++)); do
+		unlink_round T 1 tcp L && unlink_round L 2 loop T || return
+	done
+}
+
+# A namespace's cgroup removed under its I/O, then that cgroup's parent:
+# the I/O goes to the nearest remaining ancestor, the load sees nothing;
+# disabling the namespaces then drops the last references on both
+# (nr_dying_descendants back to where it was).
+nr_dying() {
+	sed -n 's/^nr_dying_descendants //p' "$CG/cgroup.stat"
+}
+
+rebind() {	# S NSID CGROUP
+	ns_set "$1" "$2" 0 && echo "$(cg_id "$3")" > "$(ns_dir "$1" "$2")/cgroup_id" &&
+	ns_set "$1" "$2" 1
+}
+
+cgroup_rmdir_under_load() {
+	local r i base st=0
+	r=$(rounds 1 3)
+	announce cgroup_rmdir_under_load "$r"
+	for ((i = 0; i < r; i++)); do
+		base=$(nr_dying)
+		cg_create "faults/rm/a/t1" && cg_create "faults/rm/b/l2" &&
+		rebind T 1 faults/rm/a/t1 && rebind L 2 faults/rm/b/l2 || return
+		load_start_all || return
+		sleep 3
+		rmdir "$CG/faults/rm/a/t1" "$CG/faults/rm/b/l2" || st=1
+		sleep 3
+		rmdir "$CG/faults/rm/a" "$CG/faults/rm/b" || st=1
+		sleep 3
+		load_stop_all || st=1
+		echo "round $i: cgroups dying while their namespaces are enabled: $(($(nr_dying) - base))"
+		rebind T 1 faults/t1 && rebind L 2 faults/l2 || return
+		wait_for 30 test "$(nr_dying)" -le "$base" ||
+			fail "nr_dying_descendants $(nr_dying), was $base before: a cgroup reference leaked" || return
+		rmdir "$CG/faults/rm" || return
+	done
+	[ $st = 0 ] || fail "rmdir under load failed"
+}
+
+# all_bound 0|1: disable or enable every namespace of HOST_NS
+all_bound() {
+	set -- $HOST_NS "$1"
+	while [ $# -gt 1 ]; do
+		ns_set "$1" "$2" "${!#}" || return
+		shift 2
+	done
+}
+
+# reload_module [PARAM...]: disable every namespace with a cgroup that is
+# enabled, unload, load with PARAM, enable them again
+reload_module() {
+	local enabled=() s n
+	set -- $HOST_NS "$@"
+	while [ $# -gt 1 ] && [[ $1 == [TLDMX] ]]; do
+		if [ "$(cat "$(ns_dir "$1" "$2")/enable")" = 1 ]; then
+			ns_set "$1" "$2" 0 || return
+			enabled+=("$1 $2")
+		fi
+		shift 2
+	done
+	rmmod nvmet_cgroup || fail "rmmod with every namespace with a cgroup disabled" || return
+	modprobe nvmet_cgroup "$@" || return
+	for s in "${enabled[@]}"; do
+		# shellcheck disable=SC2086 # "S NSID"
+		ns_set $s 1 || return
+	done
+}
+
+# then unload and load again with the namespaces present (disabled, their
+# cgroup_id kept); unloaded, an enable with a cgroup is refused
+unload_reload_with_namespaces() {
+	local r i id err
+	r=$(rounds 2 10)
+	announce unload_reload_with_namespaces "$r"
+	id=$(cat "$(ns_dir T 1)/cgroup_id")
+	for ((i = 0; i < r; i++)); do
+		all_bound 0 && rmmod nvmet_cgroup || return
+		[ "$(cat "$(ns_dir T 1)/cgroup_id")" = "$id" ] ||
+			fail "cgroup_id changed across rmmod" || return
+		if err=$( { echo 1 > "$(ns_dir T 1)/enable"; } 2>&1); then
+			fail "unloaded, a namespace with a cgroup enabled"
+			return
+		fi
+		case "$err" in *"not supported"*) ;; *) fail "unloaded, enable: $err" || return ;; esac
+		modprobe nvmet_cgroup && all_bound 1 || return
+	done
+	echo "$r unload/load rounds with 8 namespaces with a cgroup present"
+	load_start_all && sleep 3 && load_stop_all && patterns_intact T 1 2 3 L 1 2 3
+}
+
+# CPU 1 taken offline and back while the lanes (fast_path=0) carry the
+# load; while it is offline, a namespace with a cgroup is disabled and
+# enabled: its commands queued on CPU 1's lane must still all complete
+cpu_hotplug_lanes() {
+	local r i st=0 cpu=/sys/devices/system/cpu/cpu1/online
+	r=$(rounds 3 20)
+	announce cpu_hotplug_lanes "$r"
+	[ -w $cpu ] || fail "no CPU hotplug for cpu1" || return
+	reload_module fast_path=0 || return
+	! grep -v -e ' mode=lanes ' -e '^$' "$STATUS" || fail "a namespace is not in mode lanes" || return
+	load_start_all || return
+	for ((i = 0; i < r; i++)); do
+		echo 0 > $cpu || { echo "round $i: cpu1 offline failed"; st=1; break; }
+		sleep 1
+		ns_set T 3 0 && ns_set L 3 0 && ns_set T 3 1 && ns_set L 3 1 || st=1
+		echo 1 > $cpu || { echo "round $i: cpu1 online failed"; st=1; break; }
+		[ $st = 0 ] || break
+		sleep 1
+	done
+	[ "$(cat $cpu)" = 1 ] || echo 1 > $cpu
+	echo "$r rounds of cpu1 offline (a disable and an enable meanwhile) and online"
+	load_stop_all || st=1
+	reload_module || st=1
+	[ $st = 0 ] || fail "CPU hotplug under the lanes"
+}
+
+# Many namespaces in many cgroups, enabled and disabled by parallel loops
+# (four, each with a quarter of the cgroups) while the load runs: every enable and disable
+# succeeds, and the status file ends with exactly the enabled ones.
+many_namespaces() {
+	local nns ncg r i p pids=() st=0 lines
+	nns=$(rounds 32 128) ncg=$(rounds 8 32) r=$(rounds 2 5)
+	announce many_namespaces "$r"
+	echo "$nns namespaces in $ncg cgroups, 4 parallel loops of $r rounds"
+	subsys_create "$NQN_M" || return
+	for ((i = 0; i < ncg; i++)); do
+		cg_create "faults/many/$i" || return
+	done
+	for ((i = 1; i <= nns; i++)); do
+		truncate -s 1M "$MNT/m$i.img" &&
+		ns_create "$NQN_M" "$i" "$MNT/m$i.img" cgroup_id="$(cg_id "faults/many/$((i % ncg))")" ||
+			return
+	done
+	load_start_all || return
+	for ((p = 0; p < 4; p++)); do
+		(
+			for ((round = 0; round < r; round++)); do
+				for ((i = 1; i <= nns; i++)); do
+					[ $((i % ncg % 4)) = "$p" ] || continue
+					ns_set M "$i" 0 && ns_set M "$i" 1 || exit 1
+				done
+			done
+		) > "$OUT-many-$p" 2>&1 &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" || st=1
+	done
+	cat "$OUT"-many-* 2>/dev/null
+	load_stop_all || st=1
+	lines=$(grep -c "^$NQN_M " "$STATUS")
+	echo "status file: $lines namespaces of $NQN_M"
+	[ "$lines" = "$nns" ] || st=1
+	subsys_destroy "$NQN_M" && cg_remove faults/many || st=1
+	grep -q "^$NQN_M " "$STATUS" && { echo "status file still lists $NQN_M"; st=1; }
+	[ $st = 0 ] || fail "many namespaces"
+}
+
+# Memory pressure.  Allocations fail only where the module is on the stack
+# (failslab and fail_page_alloc with the stack filter set to the module's
+# text) and only for the writing task, while a hog fills memory.
+FI=/sys/kernel/debug
+
+# The module's text, from kallsyms (addresses as 16 hex digits sort as
+# numbers): from its first function to the next module's first symbol
+# after its last one (or 64 KiB past it).
+module_text() {
+	local lo hi next
+	lo=$(grep ' [tT] .*\[nvmet_cgroup\]$' /proc/kallsyms | sort | head -n 1 | cut -d' ' -f1)
+	hi=$(grep ' [tT] .*\[nvmet_cgroup\]$' /proc/kallsyms | sort | tail -n 1 | cut -d' ' -f1)
+	[ -n "$lo" ] || return
+	next=$(grep -E ' [tT] .*\[[a-z0-9_]+\]$' /proc/kallsyms | cut -d' ' -f1 | sort |
+		awk -v hi="$hi" '$1 > hi { print $1; exit }')
+	[ -n "$next" ] || next=$(printf '%016x' $((0x$hi + 65536)))
+	echo "0x$lo 0x$next"
+}
+
+fi_setup() {
+	local lo hi a
+	read -r lo hi <<< "$(module_text)"
+	[ -n "$hi" ] || fail "the module's text is not in kallsyms" || return
+	echo "failures only with the module's text ($lo-$hi) on the stack"
+	for a in failslab fail_page_alloc; do
+		echo "$lo" > $FI/$a/require-start && echo "$hi" > $FI/$a/require-end &&
+		echo 32 > $FI/$a/stacktrace-depth && echo N > $FI/$a/ignore-gfp-wait &&
+		echo Y > $FI/$a/task-filter && echo 1 > $FI/$a/verbose &&
+		echo -1 > $FI/$a/times && echo 1 > $FI/$a/interval &&
+		echo 0 > $FI/$a/probability || return
+	done
+	echo 0 > $FI/fail_page_alloc/min-order
+}
+
+fi_probability() {	# PERCENT
+	echo "$1" > $FI/failslab/probability && echo "$1" > $FI/fail_page_alloc/probability
+}
+
+# the hog: a tmpfs file as large as what is available less 384 MiB
+hog_start() {
+	local avail
+	avail=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
+	mkdir -p $HOG && mount -t tmpfs -o size=$((avail))M tmpfs $HOG || return
+	dd if=/dev/zero of=$HOG/hog bs=1M count=$((avail - 384)) status=none || return
+	echo "hog: $((avail - 384)) MiB of $avail MiB available; now $(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo) MiB"
+}
+
+hog_stop() {
+	rm -f $HOG/hog && umount $HOG
+}
+
+# state NSID: what an enable that failed must leave as it was
+x_state() {
+	echo "$(cat "$(ns_dir X "$1")/enable") $(cat "$(ns_dir X "$1")/cgroup_id")" \
+		"$(cat /sys/module/nvmet_cgroup/refcnt) $(grep -c . "$STATUS")"
+}
+
+# Every allocation of the module's enable made to fail in turn
+# (/proc/thread-self/fail-nth): each failure is a clean ENOMEM with
+# nothing changed; the first N that fails nothing enables.
+enable_each_failure() {	# NSID
+	local n=$1 before after nth err st left points=0
+	before=$(x_state "$n")
+	for nth in $(seq 1 64); do
+		err=$(bash -c 'echo $1 > /proc/thread-self/fail-nth; echo 1 2>&1 > "$2/enable"; st=$?;
+			read -r left < /proc/thread-self/fail-nth; echo 0 > /proc/thread-self/fail-nth;
+			echo "$st $left"' - "$nth" "$(ns_dir X "$n")")
+		read -r st left <<< "${err##*$'\n'}"
+		if [ "$left" != 0 ]; then
+			[ "$st" = 0 ] || fail "namespace $n: enable failed with nothing injected: $err" || return
+			break
+		fi
+		points=$nth
+		[ "$st" != 0 ] || fail "namespace $n: allocation $nth failed, yet the enable succeeded" || return
+		case "$err" in *"Cannot allocate memory"*) ;;
+		*) fail "namespace $n: allocation $nth failed: '$err', expected ENOMEM" || return ;; esac
+		after=$(x_state "$n")
+		[ "$after" = "$before" ] ||
+			fail "namespace $n: allocation $nth failed: enable/cgroup_id/refcnt/status '$after', was '$before'" || return
+	done
+	[ "$points" -gt 0 ] || fail "namespace $n: no allocation of the module failed" || return
+	[ "$(cat "$(ns_dir X "$n")/enable")" = 1 ] || fail "namespace $n did not enable in the end" || return
+	echo "namespace $n: each of the module's $points allocations in enable failed in turn: ENOMEM, nothing changed; then enabled"
+	ns_set X "$n" 0
+}
+
+# With every allocation failing for the writing task (make-it-fail),
+# enable fails with ENOMEM and changes nothing, and a cgroup_id store
+# (nvmet's own code, no allocation of the module) goes through.
+enable_and_store_failing() {	# NSID
+	local n=$1 before out
+	before=$(x_state "$n")
+	fi_probability 100 || return
+	out=$(bash -c 'echo 1 > /proc/self/make-it-fail; echo 1 2>&1 > "$1/enable"; echo "enable $?";
+		echo "$2" 2>&1 > "$1/cgroup_id"; echo "store $?"' - "$(ns_dir X "$n")" "$(cg_id faults/mem/x)")
+	fi_probability 0
+	echo "namespace $n with every allocation of the module failing: $(echo "$out" | xargs)"
+	case "$out" in *"Cannot allocate memory"*"enable 1"*"store 0"*) ;;
+	*) fail "namespace $n: expected enable ENOMEM and the store to succeed" || return ;; esac
+	[ "$(x_state "$n")" = "$before" ] || fail "namespace $n: state '$(x_state "$n")', was '$before'" || return
+	ns_set X "$n" 1 || fail "namespace $n: the retry did not enable" || return
+	ns_set X "$n" 0
+}
+
+memory_pressure() {
+	local r i base injected lines st=0
+	r=$(rounds 1 3)
+	announce memory_pressure "$r"
+	base=$(nr_dying)
+	lines=$(dmesg | wc -l)
+	cg_create faults/mem/x && subsys_create "$NQN_X" &&
+	mkdir "$(ns_dir X 1)" "$(ns_dir X 2)" &&
+	echo -n /dev/nullb5 > "$(ns_dir X 1)/device_path" &&
+	echo -n "$MNT/x.img" > "$(ns_dir X 2)/device_path" &&
+	echo "$(cg_id faults/mem/x)" > "$(ns_dir X 1)/cgroup_id" &&
+	echo "$(cg_id faults/mem/x)" > "$(ns_dir X 2)/cgroup_id" &&
+	fi_setup && hog_start || return
+	load_start_all || { hog_stop; return 1; }
+	for ((i = 0; i < r; i++)); do
+		enable_each_failure 1 && enable_each_failure 2 &&
+		enable_and_store_failing 1 && enable_and_store_failing 2 || { st=1; break; }
+	done
+	fi_probability 0
+	load_stop_all || st=1
+	hog_stop || st=1
+	injected=$(dmesg | tail -n +$((lines + 1)) | grep -c 'FAULT_INJECTION: forcing a failure')
+	echo "failures injected: $injected"
+	[ $st = 0 ] || return 1
+	subsys_destroy "$NQN_X" && cg_remove faults/mem || return
+	wait_for 30 test "$(nr_dying)" -le "$base" ||
+		fail "nr_dying_descendants $(nr_dying), was $base: a cgroup reference leaked"
+}
+
+teardown() {
+	nvme disconnect -n "$NQN_T" > /dev/null 2>&1
+	nvme disconnect -n "$NQN_L" > /dev/null 2>&1
+	nvme disconnect -n "$NQN_D" > /dev/null 2>&1
+	port_destroy 1 && port_destroy 2 &&
+	subsys_destroy "$NQN_T" && subsys_destroy "$NQN_L" && subsys_destroy "$NQN_D" &&
+	subsys_destroy "$NQN_M" && subsys_destroy "$NQN_X" &&
+	umount "$MNT" && cg_remove faults &&
+	rmmod nvmet_cgroup nvme_loop nvme_tcp nvmet_tcp || return
+	for d in 0 1 2 3 4 5; do
+		nullb_destroy nullb$d || return
+	done
+	rmmod null_blk
+}
+
+ktap_print_header
+ktap_set_plan 11
+run_case "setup" setup
+run_case "rmmod_refused_under_load" rmmod_refused_under_load
+run_case "disable_enable_under_load" disable_enable_under_load
+run_case "disconnect_reconnect_throttled" disconnect_reconnect_throttled
+run_case "port_unlink_under_load" port_unlink_under_load
+run_case "cgroup_rmdir_under_load" cgroup_rmdir_under_load
+run_case "unload_reload_with_namespaces" unload_reload_with_namespaces
+run_case "cpu_hotplug_lanes" cpu_hotplug_lanes
+run_case "many_namespaces" many_namespaces
+run_case "memory_pressure" memory_pressure
+run_case "teardown" teardown
+ktap_finished
