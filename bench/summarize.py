@@ -75,6 +75,11 @@ def pooled_difference(diffs):
     return {"n": n, "gmean": mean, "lo": mean - half, "hi": mean + half}
 
 
+def interval_cell(p):
+    """A pooled ratio as a table cell: geometric mean (95 % interval)."""
+    return "%.3f (%.3f - %.3f)" % (p["gmean"], p["lo"], p["hi"]) if p else "-"
+
+
 def verdict(p, good):
     if good(p["lo"]) and good(p["hi"]):
         return "met"
@@ -357,8 +362,6 @@ def main(raw, out):
 
     scale_io = [r for r in rows if r["transport"] == SCALE]
     if scale_io:
-        def cell(p):
-            return "%.3f (%.3f - %.3f)" % (p["gmean"], p["lo"], p["hi"]) if p else "-"
         lines = ["| config | aggregate IOPS | vs A | vs V1 | pooled vs A | pooled vs V1 | p99 µs |",
                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for cfg, m in sorted(scale_io[0]["configs"].items(), key=lambda kv: ORDER.index(kv[0])):
@@ -366,8 +369,8 @@ def main(raw, out):
                 cfg, CONFIGS[cfg], m["iops"],
                 "%.3f" % m["iops_vs_A"] if "iops_vs_A" in m else "-",
                 "%.3f" % m["iops_vs_V1"] if "iops_vs_V1" in m else "-",
-                cell(pooled(m.get("paired", {}).get("iops", []))),
-                cell(pooled(m.get("paired_v1", {}).get("iops", []))), m["p99_us"]))
+                interval_cell(pooled(m.get("paired", {}).get("iops", []))),
+                interval_cell(pooled(m.get("paired_v1", {}).get("iops", []))), m["p99_us"]))
         lines.append("")
         lines.append("128 namespaces in 32 cgroups behind 4 controllers, one randread job (iodepth 32 x 2) over "
                      "all of them: medians over rounds; pooled: each round against the reference's round.")
@@ -376,14 +379,12 @@ def main(raw, out):
 
     comps = comparisons(rows)
     if any(c[k] for c in comps for k in c if k != "config"):
-        def cell(p):
-            return "%.3f (%.3f - %.3f)" % (p["gmean"], p["lo"], p["hi"]) if p else "-"
         lines = ["| config | IOPS vs A | IOPS vs V1 | p99 vs A | qd1 mean vs A | qd1 p99 vs A |",
                  "| --- | ---: | ---: | ---: | ---: | ---: |"]
         for c in comps:
             lines.append("| {} {} | {} | {} | {} | {} | {} |".format(
-                c["config"], CONFIGS[c["config"]], cell(c["iops_vs_A"]), cell(c["iops_vs_V1"]),
-                cell(c["p99_vs_A"]), cell(c["qd1_mean_vs_A"]), cell(c["qd1_p99_vs_A"])))
+                c["config"], CONFIGS[c["config"]], interval_cell(c["iops_vs_A"]), interval_cell(c["iops_vs_V1"]),
+                interval_cell(c["p99_vs_A"]), interval_cell(c["qd1_mean_vs_A"]), interval_cell(c["qd1_p99_vs_A"])))
         lines.append("")
         lines.append("Geometric means of paired ratios (each job against the reference's job of the same path and "
                      "round) with their 95 % intervals; IOPS and p99 at iodepth 32, randread and randwrite.")

@@ -120,6 +120,21 @@ host_connect() {
 	fi || fail "nvme connect -t $tr -n $nqn $*: $out"
 }
 
+# disconnect_with_fio NQN PID: disconnect the host (at most 30 s) while fio
+# PID has I/O queued on it, then kill fio, which may spin on the vanished
+# devices: it must exit at once, i.e. none of its I/O is stuck in the
+# kernel.  Prints how long the disconnect took; the caller reaps PID.
+disconnect_with_fio() {
+	local start=$SECONDS took
+	timeout 30 nvme disconnect -n "$1" > /dev/null ||
+		{ kill -KILL "$2"; fail "disconnect of $1 failed or took over 30 s"; return; }
+	took=$((SECONDS - start))
+	kill -KILL "$2" 2>/dev/null
+	timeout 10 tail --pid="$2" -f /dev/null ||
+		fail "fio is stuck in the kernel after the disconnect of $1" || return
+	echo "disconnect of $1 took ${took} s; fio exited"
+}
+
 host_disconnect() {
 	local out
 	out=$(nvme disconnect -n "$1" 2>&1) || { fail "nvme disconnect -n $1: $out"; return; }
