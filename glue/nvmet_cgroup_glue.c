@@ -9,6 +9,7 @@
 #include <linux/cgroup.h>
 #include <linux/llist.h>
 #include <linux/major.h>
+#include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/workqueue.h>
 #include "nvmet.h"
@@ -250,3 +251,12 @@ struct workqueue_struct *nvmet_cgroup_alloc_workqueue(void)
 			       WQ_PERCPU | WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
 }
 
+/*
+ * How often the current thread has gone to sleep of its own accord: a lane
+ * worker whose command slept (in io.cost, io.latency or for a tag) hands its
+ * kworker back to the pool (rust/exec.rs).
+ */
+unsigned long nvmet_cgroup_current_sleeps(void)
+{
+	return current->nvcsw;
+}

@@ -86,5 +86,6 @@ bool nvmet_cgroup_css_is_dying(struct cgroup_subsys_state *css);
 unsigned int nvmet_cgroup_noio_save(void);
 void nvmet_cgroup_noio_restore(unsigned int flags);
 struct workqueue_struct *nvmet_cgroup_alloc_workqueue(void);
+unsigned long nvmet_cgroup_current_sleeps(void);
 
 #endif /* NVMET_CGROUP_GLUE_H */

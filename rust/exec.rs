@@ -27,11 +27,18 @@
 //! command, so enabling a policy that can sleep the submitter later moves the
 //! namespace's next commands to its lanes, and turning it off brings them
 //! back.
+//!
+//! A worker whose command slept gives its kworker back to the pool after
+//! that command, and its work item is queued again behind the others; a
+//! lane has at most one work item queued and not started.  Under memory
+//! pressure, when the pool can create no worker, the kworkers it has and the
+//! queue's one rescuer thus go round every namespace's lanes instead of
+//! staying with a lane that io.cost holds.
 
 use crate::{
     cgroup::{BlkcgAssociation, CgroupRef, NoIo},
     cgroup_id,
-    exec_queue::{flush_work, OwnedQueue},
+    exec_queue::{flush_work, OwnedQueue, Sleeps},
     fast_path::Mode,
     nvmet::{BackingQueue, Ns, Req, ReqBatch, ReqList},
     status::Registration,
@@ -41,7 +48,7 @@ use kernel::{
     new_spinlock,
     prelude::*,
     sync::{
-        atomic::{Atomic, Full},
+        atomic::{Acquire, Atomic, Full, Relaxed},
         Arc, SpinLock,
     },
     workqueue::{impl_has_work, new_work, Work, WorkItem},
@@ -56,7 +63,8 @@ pub(crate) const LANE_WORKERS: usize = 4;
 ///
 /// `claimed[i]` is true while work item `i` is queued or running with the
 /// duty to look at the lane again before it stops; whoever sets it queues
-/// the work item.
+/// the work item.  `queued` is at least the number of work items queued and
+/// not yet started (it is raised before one is queued).
 #[pin_data]
 struct Lane {
     /// Where the transport adds commands, without a lock.
@@ -67,6 +75,8 @@ struct Lane {
     #[pin]
     taken: SpinLock<ReqBatch>,
     claimed: [Atomic<bool>; LANE_WORKERS],
+    /// Work items queued that have not started yet.
+    queued: Atomic<u32>,
     cgroup: CgroupRef,
     queue: Arc<OwnedQueue>,
     #[pin]
@@ -98,8 +108,14 @@ macro_rules! lane_work_items {
             /// Queues work item `worker`; a running one runs again.
             fn enqueue(self: &Arc<Self>, worker: usize) {
                 match worker {
-                    // Already queued means it has yet to look at the lane.
-                    $($id => { let _ = self.queue.enqueue::<_, $id>(self.clone()); })*
+                    // Counted before it can start.  Already queued means it
+                    // has yet to look at the lane, and was counted then.
+                    $($id => {
+                        self.queued.add(1, Relaxed);
+                        if self.queue.enqueue::<_, $id>(self.clone()).is_err() {
+                            self.queued.fetch_sub(1, Relaxed);
+                        }
+                    })*
                     _ => {}
                 }
             }
@@ -120,6 +136,7 @@ impl Lane {
             inbox <- ReqList::new(),
             taken <- new_spinlock!(ReqBatch::empty(), "nvmet_cgroup::Lane::taken"),
             claimed: [const { Atomic::new(false) }; LANE_WORKERS],
+            queued: Atomic::new(0),
             cgroup,
             queue,
             work0 <- new_work!("nvmet_cgroup::Lane::work0"),
@@ -137,9 +154,19 @@ impl Lane {
         }
     }
 
-    /// Queues a work item that is neither queued nor running; returns false
-    /// if every one is (each looks at the lane again before it stops).
+    /// Makes sure a work item that has yet to start is queued: queues one
+    /// that is neither queued nor running, unless one is queued already;
+    /// returns false if every one is running (each looks at the lane again
+    /// before it stops).
+    ///
+    /// One queued work item per lane is enough (it pops commands as soon as
+    /// it starts, and queues the next when it has more than one), and keeps
+    /// each lane in the pool's queue once: while the pool can make no more
+    /// kworkers, how long a lane waits for one grows with that queue.
     fn kick(self: &Arc<Self>) -> bool {
+        if self.queued.load(Acquire) > 0 {
+            return true;
+        }
         for (worker, claimed) in self.claimed.iter().enumerate() {
             if claimed.cmpxchg(false, true, Full).is_ok() {
                 self.enqueue(worker);
@@ -180,6 +207,7 @@ impl Lane {
 
     /// Work item `worker`: runs the lane's commands until it is empty.
     fn drain(self: Arc<Self>, worker: usize) {
+        self.queued.fetch_sub(1, Full);
         // Reclaim must not wait for I/O that is queued behind this worker.
         let _noio = NoIo::enter();
         let mut charged: Option<BlkcgAssociation> = None;
@@ -197,8 +225,36 @@ impl Lane {
             if !helper && !self.is_empty() {
                 helper = self.kick();
             }
+            let before = Sleeps::now();
             self.execute(req, &mut charged);
+            if before.slept_since() && self.yield_worker(worker) {
+                return;
+            }
         }
+    }
+
+    /// After a command that put worker `worker` to sleep: queues the work
+    /// item again, behind the work items queued meanwhile, and returns true
+    /// if the worker must stop; false if the lane is empty (the worker
+    /// stands down as usual).
+    ///
+    /// While the pool can make no more kworkers (memory pressure), its
+    /// workers and the queue's one rescuer run every namespace's work items.
+    /// A worker that kept a lane whose cgroup io.cost holds, one sleep after
+    /// another, would keep them from every other namespace; one command per
+    /// turn after a sleep makes them go round every queued lane instead.
+    fn yield_worker(self: &Arc<Self>, worker: usize) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        if self.queued.load(Acquire) > 0 {
+            // A work item that has yet to start will look at the lane.
+            self.claimed[worker].xchg(false, Full);
+        } else {
+            // Still claimed: whoever holds the claim queues the work item.
+            self.enqueue(worker);
+        }
+        true
     }
 
     /// Runs one command in a worker, associated with the cgroup unless its

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The module's own workqueue, and waiting for a work item.
+//! The module's own workqueue, waiting for a work item, and telling whether
+//! a worker slept.
 
 use crate::raw;
 use core::{ops::Deref, ptr::NonNull};
@@ -55,4 +56,24 @@ impl Drop for OwnedQueue {
 pub(crate) fn flush_work<T: ?Sized, const ID: u64>(work: &Work<T, ID>) {
     // SAFETY: `work` is an initialised work item, valid for this call.
     unsafe { bindings::flush_work(Work::raw_get(work)) };
+}
+
+/// How often the current thread had gone to sleep when this was taken.
+///
+/// A lane worker compares it before and after a command to tell whether the
+/// command put it to sleep (see [`crate::exec`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Sleeps(usize);
+
+impl Sleeps {
+    /// The current thread's count now.
+    pub(crate) fn now() -> Self {
+        // SAFETY: No precondition: it reads a counter of the current task.
+        Self(unsafe { raw::nvmet_cgroup_current_sleeps() })
+    }
+
+    /// Whether the current thread slept since `self` was taken on it.
+    pub(crate) fn slept_since(self) -> bool {
+        Self::now().0 != self.0
+    }
 }

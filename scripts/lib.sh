@@ -41,3 +41,27 @@ fault_table() {
 				(order[i] in res) ? res[order[i]] : "unfinished"
 	}' "$1/faults.ktap"
 }
+
+# vm_booting_again LOG PROGRESS VM_ARG...: scripts/vm VM_ARG... (which must
+# log to LOG), booted again, three boots at most, when the guest kernel
+# stopped on an "Oops: int3" before doing anything: under multi-threaded
+# TCG a vCPU can run text another one is patching (Documentation/
+# harness.rst), about one boot in four for the perf kernel and seen for the
+# debug kernel too.  PROGRESS is a command whose output changes once the
+# guest has done something (a result written); a boot that did something
+# is not repeated.  Returns scripts/vm's status.
+vm_booting_again() {
+	local log=$1 progress=$2 attempt before st
+	shift 2
+	for attempt in 1 2 3; do
+		before=$($progress)
+		st=0
+		"$TOP/scripts/vm" "$@" || st=$?
+		if [ "$st" != 0 ] && [ "$attempt" -lt 3 ] && grep -q 'Oops: int3' "$log" &&
+		   [ "$($progress)" = "$before" ]; then
+			log "the guest kernel oopsed on code patching before doing anything; booting again"
+			continue
+		fi
+		return "$st"
+	done
+}

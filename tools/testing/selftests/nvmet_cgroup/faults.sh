@@ -300,7 +300,8 @@ disconnect_reconnect_throttled() {
 # deleted with them, nvme-tcp's reconnects are refused until it gives up
 # (TCP_LOSS).  So fio on those namespaces ends with an error, and only one
 # of these: EIO (5), ENXIO (6) or ENODEV (19), the host failing the I/O of
-# a deleted controller.  The other subsystem's load must see nothing, and
+# a deleted controller, or ENOLINK (67): BLK_STS_TRANSPORT, the status the
+# host gives I/O that its lost path fails (nvme_host_path_error).  The other subsystem's load must see nothing, and
 # after relinking and reconnecting the data written before is intact.
 expect_io_error() {	# S
 	local pid=${LOAD_PID[$1]} err e
@@ -314,8 +315,8 @@ expect_io_error() {	# S
 	[ -n "$err" ] || fail "load $1: no summary" || return
 	for e in $err; do
 		case "$e" in
-		5|6|19) ;;
-		*) fail "load $1: err=$e, expected EIO, ENXIO or ENODEV" || return ;;
+		5|6|19|67) ;;
+		*) fail "load $1: err=$e, expected EIO, ENXIO, ENODEV or ENOLINK" || return ;;
 		esac
 	done
 }
