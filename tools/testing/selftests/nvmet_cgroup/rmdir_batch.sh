@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# A namespace's cgroup is removed while its lane worker is in the middle of
-# a batch: the rest of the batch must be charged to the parent, not to the
-# root.  io.cost throttles the namespace so that its worker sleeps in
-# iocost's throttle with a batch of up to 32 commands in hand; the rmdir
-# then lands mid-batch.  The kernel falls back to the root for a bio whose
+# A namespace's cgroup is removed while its lane workers are busy with it:
+# everything after the rmdir must be charged to the parent, not to the
+# root.  io.cost throttles the namespace so that its workers sleep in
+# iocost's throttle with up to 32 commands queued; the rmdir then lands
+# while they sleep.  The kernel falls back to the root for a bio whose
 # thread is associated with a removed cgroup (bio_associate_blkg() only
-# takes an online css), so a worker that kept the association it made at
-# the start of the batch would send the rest of it to the root.
+# takes an online css), so a module that kept the association it made
+# before the rmdir (a css looked up at enable) would send the rest to the
+# root.  A worker whose command slept ends its run,
+# so this does not reach the per-command css_is_dying check, which covers
+# a run that spans the rmdir without sleeping (Documentation/design.rst).
 #
 # What is compared: every read that reached the null_blk (its own counter)
 # against what the parent's io.stat counted (its own I/O and the child's,
