@@ -115,9 +115,7 @@ moved() {	# DISK WRITES: DISK completed more than WRITES
 # seconds to start here, and one interrupted before it starts prints no
 # summary)
 load_start() {
-	local s=$1 d1 d2 w1 w2
-	shift
-	set -- "$s" "$@"
+	local d1 d2 w1 w2
 	d1=$(host_dev "$(nqn "$1")" 1) && d2=$(host_dev "$(nqn "$1")" 2) || return
 	w1=$(writes_done "${d1#/dev/}") && w2=$(writes_done "${d2#/dev/}") || return
 	rm -f "$OUT-load-$1"
@@ -137,20 +135,14 @@ load_start_all() {
 	relink_reconnect && load_start T && load_start L
 }
 
-# A case that failed may have left T or L unlinked from its port or
-# without its host controller: put them back, so that each case tests what
-# it names rather than failing on what an earlier one left.
+# T or L unlinked from its port (port_unlink_under_load) or without its host
+# controller (a case that failed): link and connect it again, so that each
+# case tests what it names rather than failing on what an earlier one left.
 relink_reconnect() {
-	local s port tr
-	for s in T L; do
-		if [ $s = T ]; then port=1 tr=tcp; else port=2 tr=loop; fi
-		[ -L "$NVMET_CFS/ports/$port/subsystems/$(nqn $s)" ] ||
-			port_add_subsys $port "$(nqn $s)" || return
-		host_lacks "$(nqn $s)" || continue
-		echo "$s had no host controller: connecting it again"
-		if [ $tr = tcp ]; then host_connect tcp "$NQN_T" $TCP_LOSS; else host_connect loop "$NQN_L"; fi ||
-			return
-	done
+	[ -L "$NVMET_CFS/ports/1/subsystems/$NQN_T" ] || port_add_subsys 1 "$NQN_T" || return
+	[ -L "$NVMET_CFS/ports/2/subsystems/$NQN_L" ] || port_add_subsys 2 "$NQN_L" || return
+	if host_lacks "$NQN_T"; then host_connect tcp "$NQN_T" $TCP_LOSS || return; fi
+	if host_lacks "$NQN_L"; then host_connect loop "$NQN_L" || return; fi
 }
 
 # load_stop NAME...: each fio must still be running (an error stops it),
@@ -366,8 +358,8 @@ host_lacks() {	# NQN: the host has no controller of that subsystem
 	! cat /sys/class/nvme/nvme*/subsysnqn 2>/dev/null | grep -qx "$1"
 }
 
-unlink_round() {	# S PORT TRANSPORT OTHER
-	local s=$1 port=$2 tr=$3 o=$4 nq
+unlink_round() {	# S PORT OTHER
+	local s=$1 port=$2 o=$3 nq
 	nq=$(nqn "$s")
 	load_start "$s" --verify=0 && load_start "$o" || return
 	sleep 3
@@ -375,9 +367,7 @@ unlink_round() {	# S PORT TRANSPORT OTHER
 	expect_io_error "$s" || { load_stop "$o"; return 1; }
 	load_stop "$o" || return
 	wait_for 30 host_lacks "$nq" || fail "$s: the host's controller is still there" || return
-	port_add_subsys "$port" "$nq" || return
-	if [ "$tr" = tcp ]; then host_connect tcp "$nq" $TCP_LOSS; else host_connect loop "$nq"; fi &&
-	patterns_intact "$s" 1 2 3
+	relink_reconnect && patterns_intact "$s" 1 2 3
 }
 
 port_unlink_under_load() {
@@ -385,7 +375,7 @@ port_unlink_under_load() {
 	r=$(rounds 1 3)
 	announce port_unlink_under_load "$r"
 	for ((i = 0; i < r; i++)); do
-		unlink_round T 1 tcp L && unlink_round L 2 loop T || return
+		unlink_round T 1 L && unlink_round L 2 T || return
 	done
 }
 
