@@ -16,6 +16,47 @@ JOBS=$(nproc)
 log() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+# debian_mirror: the Debian mirror this machine's own apt sources use (not
+# the security one), for the private apt states of scripts/fetch-kernel and
+# scripts/build-fio
+debian_mirror() {
+	local mirror
+	mirror=$(grep -hsE '^\s*URIs:' /etc/apt/sources.list.d/*.sources |
+		 awk '{print $2}' | grep -v -- '-security' | head -n 1 || true)
+	if [ -z "$mirror" ]; then
+		mirror=$(grep -hsE '^\s*deb\s' /etc/apt/sources.list |
+			 awk '{for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; exit}}' |
+			 grep -v -- '-security' | head -n 1 || true)
+	fi
+	[ -n "$mirror" ] || die "cannot find the Debian mirror in this machine's apt sources"
+	echo "$mirror"
+}
+
+# private_apt DIR LINE: set apt_opts for an apt whose sources list (LINE)
+# and state live under DIR, so nothing is installed into or changed on the
+# system; its package list is refreshed at most once a day
+private_apt() {
+	local dir=$1 stamp=$1/lists.stamp
+	mkdir -p "$dir"/lists/partial "$dir"/archives/partial
+	if [ "$(cat "$dir/sources.list" 2>/dev/null)" != "$2" ]; then
+		echo "$2" > "$dir/sources.list"
+		rm -f "$stamp"
+	fi
+	apt_opts=(-o "Dir::Etc::SourceList=$dir/sources.list"
+		  -o Dir::Etc::SourceParts=/dev/null
+		  -o "Dir::State::Lists=$dir/lists"
+		  -o "Dir::Cache=$dir"
+		  -o "Dir::Cache::archives=$dir/archives"
+		  -o APT::Get::List-Cleanup=0
+		  -o Debug::NoLocking=1
+		  -o APT::Sandbox::User=root)
+	if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +1440)" ]; then
+		log "updating the private package list ($2)"
+		apt-get "${apt_opts[@]}" -qq update >&2 || die "apt-get update of '$2' failed"
+		touch "$stamp"
+	fi
+}
+
 # Kernel flavours: debug (tests) and perf (benchmarks).
 check_flavour() {
 	case "$1" in
