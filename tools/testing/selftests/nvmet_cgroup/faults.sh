@@ -72,6 +72,8 @@ ns_set() {
 # crc32c blocks that a verify_only run of the same job checks afterwards.
 # The load writes elsewhere (LOAD_OFF), so the pattern must survive intact.
 # One fio for all the devices: under emulation fio takes seconds to start.
+# 64 KiB blocks: the load's io.max (LOAD_IOPS) also holds these reads, and
+# 128 of 4 KiB took 26 s per check.
 pattern() {	# write|check DEV...
 	local mode jobs=() d
 	if [ "$1" = write ]; then mode=--do_verify=1; else mode=--verify_only=1; fi
@@ -79,7 +81,7 @@ pattern() {	# write|check DEV...
 	for d in "$@"; do
 		jobs+=(--name="pattern${d#/dev/}" --filename="$d")
 	done
-	timeout 180 fio --rw=write --bs=4k --size=512k --direct=1 --ioengine=libaio \
+	timeout 180 fio --rw=write --bs=64k --size=512k --direct=1 --ioengine=libaio \
 		--iodepth=8 --verify=crc32c --verify_fatal=1 --verify_state_save=0 "$mode" \
 		--output-format=terse "${jobs[@]}" > /dev/null ||
 		fail "pattern $mode on $* failed"
@@ -233,12 +235,26 @@ host_ns() {	# S NSID
 	local nq c
 	nq=$(nqn "$1")
 	host_dev "$nq" "$2" 2>/dev/null && return
-	for c in /sys/class/nvme/nvme*; do
-		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$nq" ] || continue
-		echo "the host has no device for $1 namespace $2: rescanning /dev/${c##*/}" >&2
-		nvme ns-rescan "/dev/${c##*/}" >&2
+	for c in $(host_ctrls "$nq"); do
+		echo "the host has no device for $1 namespace $2: rescanning /dev/$c" >&2
+		nvme ns-rescan "/dev/$c" >&2
 	done
 	host_dev "$nq" "$2"
+}
+
+# host_ctrls NQN: the host's controllers of that subsystem (nvme0 ...)
+host_ctrls() {
+	local c q
+	for c in /sys/class/nvme/nvme*; do
+		q=
+		read -r q 2>/dev/null < "$c/subsysnqn"
+		[ "$q" != "$1" ] || echo "${c##*/}"
+	done
+	return 0
+}
+
+host_lacks() {	# NQN: the host has no controller of that subsystem
+	[ -z "$(host_ctrls "$1")" ]
 }
 
 # patterns write|check [S NSID...]...: the pattern on these namespaces,
@@ -372,10 +388,6 @@ expect_io_error() {	# S
 		*) fail "load $1: err=$e, expected EIO, ENXIO, ENODEV, ENOSPC or ENOLINK" || return ;;
 		esac
 	done
-}
-
-host_lacks() {	# NQN: the host has no controller of that subsystem
-	! cat /sys/class/nvme/nvme*/subsysnqn 2>/dev/null | grep -qx "$1"
 }
 
 unlink_round() {	# S PORT OTHER
