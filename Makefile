@@ -16,7 +16,7 @@ KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) MO=$(MO) $(LLVM_FLAGS)
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: all module kernel deps check check-long demo bench vm fmt fmt-check clippy rust-analyzer clean \
-	cli install install-tools dkms blktests
+	cli install install-tools dkms blktests test-modules
 
 all: module
 
@@ -36,6 +36,13 @@ module: kernel
 clippy: kernel
 	@mkdir -p $(MO)
 	$(KMAKE) CLIPPY=1 modules
+
+# The selftests' helper modules (never installed): scripts/vm puts them in
+# the guest beside nvmet_cgroup.ko.
+TESTMODS := $(CURDIR)/tools/testing/selftests/nvmet_cgroup/test_modules
+test-modules: kernel
+	@mkdir -p $(MO)/test_modules
+	$(MAKE) -C $(KDIR) M=$(TESTMODS) MO=$(MO)/test_modules $(LLVM_FLAGS) modules
 
 fmt:
 	rustfmt --config-path $(KDIR)/source/.rustfmt.toml --edition 2021 rust/*.rs
