@@ -17,10 +17,10 @@
 # sleeps, so a run goes on until its lane is empty).  The test helper module
 # nvmet_cgroup_hold (test_modules/) holds every command of the namespace at
 # the start of its execution, without sleeping: each lane worker is in the
-# middle of a run and the transport queues commands behind them.  The cgroup
-# is removed meanwhile, then the workers go on: their next commands must
-# notice the rmdir (a kretprobe on nvmet_cgroup_css_is_dying shows that
-# they did) and go to the parent.  The held commands passed the check before
+# middle of a run and the transport queues commands behind them.  No more
+# are held from just before the rmdir; after it the held ones go on: their
+# runs' next commands must notice the rmdir (a kretprobe on
+# nvmet_cgroup_css_is_dying shows that they did) and go to the parent.  The held commands passed the check before
 # the rmdir: they, and only they, may reach the root.  Without the check the
 # rest of each held run goes to the root.
 #
@@ -94,12 +94,30 @@ rest_of_batch_to_parent() {
 	[ "$lost" -le 1 ] || fail "$lost reads after the rmdir were charged to the root"
 }
 
-# the namespace of NQN_RUN bound to cgroup rmdir/parent/$1, enabled, and
-# the host connected to it
+# the null_blk completed no read for a second (the host's scan is over)
+nullb_quiet() {
+	local before
+	before=$(nullb_reads "$1")
+	sleep 1
+	[ "$(nullb_reads "$1")" = "$before" ]
+}
+
+# the namespace of NQN_RUN bound to cgroup rmdir/parent/$1, enabled, the
+# host connected to it and done scanning it
 run_bind() {
 	local ns=$NVMET_CFS/subsystems/$NQN_RUN/namespaces/1 id
 	cg_create "rmdir/parent/$1" && id=$(cg_id "rmdir/parent/$1") || return
 	if [ ! -d "$ns" ]; then
+		# Code is patched only while no command runs (fastpath_lib.sh says
+		# why): the helper's kprobe here, before the namespace exists, and
+		# the kretprobe when its event is turned on and off around fio.  No
+		# kprobe optimization, which would patch later.
+		echo 0 > "$TRACE/options/record-cmd" &&
+		echo 0 > /proc/sys/debug/kprobes-optimization || return
+		# installed by scripts/vm; in a kernel tree, built beside this test
+		modprobe -q nvmet_cgroup_hold || insmod test_modules/nvmet_cgroup_hold.ko || return
+		echo "$STALE_PROBE" >> "$TRACE/kprobe_events" || fail "cannot add the kretprobe" || return
+		echo 'dying == 1' > "$STALE_EVENT/filter" || return
 		nullb_create nullb1 256 && subsys_create "$NQN_RUN" &&
 		ns_create "$NQN_RUN" 1 /dev/nullb1 cgroup_id="$id" &&
 		port_add_subsys 1 "$NQN_RUN" && host_connect loop "$NQN_RUN" || return
@@ -107,18 +125,7 @@ run_bind() {
 		echo 0 > "$ns/enable" && echo "$id" > "$ns/cgroup_id" &&
 		echo 1 > "$ns/enable" || return
 	fi
-	# Code is patched only while no command runs (fastpath_lib.sh says why):
-	# the helper's kprobe when it loads, the kretprobe when its event is
-	# turned on and off around fio.  No kprobe optimization, which would
-	# patch later.
-	echo 0 > "$TRACE/options/record-cmd" &&
-	echo 0 > /proc/sys/debug/kprobes-optimization || return
-	# installed by scripts/vm; in a kernel tree, built beside this test
-	[ -d /sys/module/nvmet_cgroup_hold ] || modprobe -q nvmet_cgroup_hold ||
-		insmod test_modules/nvmet_cgroup_hold.ko || return
-	grep -q nvmet_cgroup_test/stale "$TRACE/kprobe_events" ||
-		echo "$STALE_PROBE" >> "$TRACE/kprobe_events" || fail "cannot add the kretprobe" || return
-	echo 'dying == 1' > "$STALE_EVENT/filter"
+	wait_for 30 nullb_quiet nullb1 || fail "the host kept reading the namespace"
 }
 
 # one try: the lane workers held mid-run while cgroup rmdir/parent/$1 goes;
@@ -138,8 +145,10 @@ run_try() {
 		echo 0 > "$HOLD/hold"; wait $pid
 		fail "no command reached nvmet_bdev_execute_rw to be held"; return
 	fi
-	# commands queue up behind the held ones
+	# commands queue up behind the held ones; then none is held any more
+	# (a worker that starts a run after the rmdir looks the css up afresh)
 	sleep 0.5
+	echo 2 > "$HOLD/hold" && sleep 0.2 || { echo 0 > "$HOLD/hold"; wait $pid; return 1; }
 	rmdir "$CG/$cg" &
 	rpid=$!
 	wait_for 3 eval '[ ! -d "$CG/$cg" ]'
@@ -174,9 +183,8 @@ rest_of_run_to_parent() {
 
 teardown() {
 	echo "$(devnum /dev/nullb0) enable=0" > "$CG/io.cost.qos"
-	if [ -d "$NVMET_CFS/subsystems/$NQN_RUN" ]; then
-		host_disconnect "$NQN_RUN" || return
-	fi
+	# (not connected if the case failed before it connected)
+	[ -d "$NVMET_CFS/subsystems/$NQN_RUN" ] && host_disconnect "$NQN_RUN"
 	host_disconnect "$NQN" && port_destroy 1 && subsys_destroy "$NQN" &&
 	subsys_destroy "$NQN_RUN" && nullb_destroy nullb1 || return
 	if grep -q nvmet_cgroup_test/stale "$TRACE/kprobe_events"; then

@@ -3,6 +3,7 @@
  * Test helper for rmdir_batch.sh, never loaded outside the tests: while
  * "hold" is 1, every thread that calls a function (nvmet_bdev_execute_rw by
  * default) waits before the call until the test writes 0, then makes it.
+ * With "hold" at 2 the threads held wait on, and no more are held.
  *
  * A lane worker of nvmet_cgroup runs a namespace's queued commands one after
  * another and looks up the cgroup's css once per run.  A run that spans the
@@ -16,9 +17,13 @@
  *
  * The kprobe's handler sends the thread to hold_detour() instead of the
  * function (a pre-handler that changes the instruction pointer and returns
- * 1, as kprobes allow); hold_detour() waits in task context, then calls the
- * function with the same argument.  So the function must take a single
- * pointer.  A hold ends for every thread at max_hold_ms.
+ * 1, as kprobes allow); hold_detour() waits in the caller's context, then
+ * calls the function with the same argument.  So the function must take a
+ * single pointer, be called from a preemptible thread (rmdir_batch.sh runs
+ * nvmet_cgroup with fast_path=0: only its lane workers call it), and the
+ * kernel must not check indirect call types (kCFI).  A hold ends for every
+ * thread at max_hold_ms.  A diverted thread holds a reference on the module
+ * until its call returns, so rmmod is refused meanwhile.
  */
 #include <linux/jiffies.h>
 #include <linux/kprobes.h>
@@ -39,7 +44,7 @@ MODULE_PARM_DESC(max_hold_ms, "longest hold; the thread goes on after it (defaul
 
 static int hold;
 module_param(hold, int, 0644);
-MODULE_PARM_DESC(hold, "1: callers wait until it is 0 again");
+MODULE_PARM_DESC(hold, "1: callers wait until it is 0; 2: those waiting wait on, others pass");
 
 static atomic_t held = ATOMIC_INIT(0);
 static atomic_t holds = ATOMIC_INIT(0);
@@ -89,11 +94,13 @@ static void hold_detour(void *arg)
 	set_user_nice(current, nice);
 	/* hold is 0 now: the kprobe lets this call through */
 	hold_target(arg);
+	module_put(THIS_MODULE);
 }
 
 static int hold_pre(struct kprobe *p, struct pt_regs *regs)
 {
-	if (!READ_ONCE(hold))
+	/* the module stays while the thread runs its code (put by the detour) */
+	if (READ_ONCE(hold) != 1 || !try_module_get(THIS_MODULE))
 		return 0;
 	/* at the function's entry: its argument is still in place */
 	instruction_pointer_set(regs, (unsigned long)hold_detour);
