@@ -20,9 +20,10 @@
 # middle of a run and the transport queues commands behind them.  No more
 # are held from just before the rmdir; after it the held ones go on: their
 # runs' next commands must notice the rmdir (a kretprobe on
-# nvmet_cgroup_css_is_dying shows that they did) and go to the parent.  The held commands passed the check before
-# the rmdir: they, and only they, may reach the root.  Without the check the
-# rest of each held run goes to the root.
+# nvmet_cgroup_css_is_dying shows that they did) and go to the parent.  The
+# held commands passed the check before the rmdir: they, and only they, may
+# reach the root.  Without the check the rest of each held run goes to the
+# root.
 #
 # What is compared: every read that reached the null_blk (its own counter)
 # against what the parent's io.stat counted (its own I/O and the
