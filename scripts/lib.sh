@@ -16,6 +16,22 @@ JOBS=$(nproc)
 log() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+# apt_install PACKAGE...: installs those of the Debian packages that are not
+# installed yet, from the system's apt sources; idempotent.
+apt_install() {
+	local p missing=() sudo=
+	for p in "$@"; do
+		dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -gt 0 ] || return 0
+	log "installing Debian packages: ${missing[*]}"
+	[ "$(id -u)" = 0 ] || sudo=sudo
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 ||
+		die "installing ${missing[*]} failed"
+}
+
 # debian_mirror: the Debian mirror this machine's own apt sources use (not
 # the security one), for the private apt states of scripts/fetch-kernel and
 # scripts/build-fio
