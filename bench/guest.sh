@@ -26,10 +26,12 @@
 #   behind 4 controllers in those configurations; BENCH_ISOLATION=0 and
 #   BENCH_SCALE=0 skip the isolation run and the kernel-task and slab count.
 set -uo pipefail
-cd "$(dirname "$0")/../tools/testing/selftests/nvmet_cgroup" || exit 1
+BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
+cd "$BENCH_DIR/../tools/testing/selftests/nvmet_cgroup" || exit 1
 . ./nvmet_lib.sh
 . ./cgroup_lib.sh
 . ./fastpath_lib.sh
+. "$BENCH_DIR/lib.sh"
 
 OUT=${BENCH_OUT:?}
 ROUNDS=${BENCH_ROUNDS:-3}
@@ -247,17 +249,6 @@ paths() {	# CONFIG
 	done
 	echo '-:nvmet_cgroup_test/run' >> "$TRACE/kprobe_events"
 	echo "$line" >> "$OUT/paths.txt"
-}
-
-# The configurations in the order of round ROUND: turned by one place each
-# round, so that none is always timed first or last.  On the host's clock a
-# fixed order biased every ratio to A: C timed after A ran at 0.895 x A over
-# nvme-loop, C timed before A at 0.944 x (2026-12-03, 3 rounds each).
-rotate() {	# ROUND CONFIG...
-	[ $# -gt 1 ] || return 0
-	local k=$((($1 - 1) % ($# - 1)))
-	shift
-	echo "${@:k+1}" "${@:1:k}"
 }
 
 for ((round = 1; round <= ROUNDS; round++)); do

@@ -3,9 +3,9 @@
 # Runs in the perf guest: the instructions one nvme-loop command costs in
 # configurations A (stock: module not loaded), R (cgroup_id set to the root
 # cgroup: the module's whole path, nothing to charge) and C (a child cgroup
-# with the io controller), to a few instructions.  One fio job (4k, iodepth
-# 32, CPU 0) on a null_blk bdev namespace, randread and randwrite, the
-# configurations in turn, the order turned each round.  Under
+# with the io controller).  One fio job (bench/lib.sh's one_job_iops) on a
+# null_blk bdev namespace, randread and randwrite, the configurations in
+# turn, the order turned each round.  Under
 # `scripts/vm --icount 1` guest time counts 2 ns per instruction executed on
 # any CPU, idle skipped, so 5e8 / IOPS is what the whole guest executes per
 # command; R - A is the module's path, C - R the charging (compare
@@ -13,16 +13,17 @@
 #
 #   scripts/vm --flavour perf --no-load --icount 1 -- bench/path-cost.sh
 set -uo pipefail
-cd "$(dirname "$0")/../tools/testing/selftests/nvmet_cgroup" || exit 1
+BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
+cd "$BENCH_DIR/../tools/testing/selftests/nvmet_cgroup" || exit 1
 . ./nvmet_lib.sh
 . ./cgroup_lib.sh
+. "$BENCH_DIR/lib.sh"
 
 ROUNDS=${PATH_ROUNDS:-3}
 RUNTIME=${PATH_RUNTIME:-8}
 CONFIGS=${PATH_CONFIGS:-A R C}
 NQN=nqn.bench.path
 NS=$NVMET_CFS/subsystems/$NQN/namespaces/1
-OUT=$(mktemp -d)
 
 die() { echo "path-cost: $*" >&2; exit 1; }
 
@@ -49,22 +50,6 @@ configure() {	# CONFIG: the namespace disabled, the module as CONFIG needs
 	echo "$id" > "$NS/cgroup_id" && echo 1 > "$NS/enable" || die "enable ($1)"
 }
 
-iops() {	# DEV RW: one fio job; prints IOPS
-	local out=$OUT/job.json
-	fio --name=path --filename="$1" --direct=1 --ioengine=libaio --bs=4k \
-		--iodepth=32 --numjobs=1 --cpus_allowed=0 --rw="$2" \
-		--time_based --runtime="$RUNTIME" --ramp_time=2 \
-		--output-format=json --output="$out" >/dev/null 2>&1 || die "fio $2 failed"
-	grep -o '"iops" : [0-9.]*' "$out" | head -2 |
-		awk '{ s += $3 } END { printf "%.0f\n", s }'
-}
-
-rotate() {	# ROUND CONFIG...
-	local k=$((($1 - 1) % ($# - 1)))
-	shift
-	echo "${@:k+1}" "${@:1:k}"
-}
-
 declare -A insn m
 echo "| round | config | workload | IOPS | instructions per command |"
 echo "| ---: | --- | --- | ---: | ---: |"
@@ -74,8 +59,8 @@ for ((round = 1; round <= ROUNDS; round++)); do
 		host_connect loop "$NQN" || die "connect"
 		dev=$(host_dev "$NQN" 1) || die "host device"
 		for rw in randread randwrite; do
-			n=$(iops "$dev" "$rw") || exit 1
-			i=$(awk -v n="$n" 'BEGIN { printf "%.0f", 5e8 / n }')
+			n=$(one_job_iops "$dev" "$rw" "$RUNTIME") || exit 1
+			i=$(insn_per_io "$n")
 			echo "| $round | $c | $rw | $n | $i |"
 			insn[$c,$rw]+="$i "
 		done
@@ -83,8 +68,6 @@ for ((round = 1; round <= ROUNDS; round++)); do
 	done
 done
 # Medians over the rounds, and the differences between them.
-median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END {
-	print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 for rw in randread randwrite; do
 	line="$rw:"
 	for c in $CONFIGS; do

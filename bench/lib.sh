@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers of the guest's benchmark scripts (guest.sh, charge-cost.sh,
+# path-cost.sh); sourced after the guest tests' nvmet_lib.sh.
+
+# The configurations in the order of round ROUND: turned by one place each
+# round, so that none is always timed first or last.  On the host's clock a
+# fixed order biased every ratio to A: C timed after A ran at 0.895 x A over
+# nvme-loop, C timed before A at 0.944 x (2026-12-03, 3 rounds each).
+rotate() {	# ROUND CONFIG...
+	[ $# -gt 1 ] || return 0
+	local k=$((($1 - 1) % ($# - 1)))
+	shift
+	echo "${@:k+1}" "${@:1:k}"
+}
+
+# one_job_iops DEV RW RUNTIME [CGROUP]: one fio job (4k, iodepth 32, on CPU
+# 0, after 2 s of ramp), from the cgroup CGROUP (a path under $CG) if
+# given; prints its IOPS.  Under `scripts/vm --icount 1` 5e8 / IOPS is the
+# instructions the guest executes per I/O (insn_per_io).
+one_job_iops() {
+	local dev=$1 rw=$2 runtime=$3 cgroup=${4:-} out
+	out=$(mktemp) || return
+	(
+		[ -z "$cgroup" ] || echo "$BASHPID" > "$CG/$cgroup/cgroup.procs" || exit 1
+		exec fio --name=one-job --filename="$dev" --direct=1 --ioengine=libaio \
+			--bs=4k --iodepth=32 --numjobs=1 --cpus_allowed=0 --rw="$rw" \
+			--time_based --runtime="$runtime" --ramp_time=2 \
+			--output-format=json --output="$out" >/dev/null 2>&1
+	) || { fail "fio $rw on $dev${cgroup:+ in $cgroup} failed"; rm -f "$out"; return 1; }
+	# the job's read and write "iops": one of them is 0
+	grep -o '"iops" : [0-9.]*' "$out" | head -2 |
+		awk '{ s += $3 } END { printf "%.0f\n", s }'
+	rm -f "$out"
+}
+
+insn_per_io() {	# IOPS
+	awk -v n="$1" 'BEGIN { printf "%.0f\n", 5e8 / n }'
+}
+
+# median: the median of the numbers on standard input, one per line or
+# separated by spaces
+median() {
+	awk '{ for (i = 1; i <= NF; i++) print $i }' | sort -n | awk '{ v[NR] = $1 } END {
+		print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
