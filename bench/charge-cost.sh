@@ -12,9 +12,6 @@
 #   scripts/vm --flavour perf --no-load --icount 1 -- bench/charge-cost.sh
 set -uo pipefail
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
-cd "$BENCH_DIR/../tools/testing/selftests/nvmet_cgroup" || exit 1
-. ./nvmet_lib.sh
-. ./cgroup_lib.sh
 . "$BENCH_DIR/lib.sh"
 
 ROUNDS=${CHARGE_ROUNDS:-3}

@@ -27,11 +27,8 @@
 #   BENCH_SCALE=0 skip the isolation run and the kernel-task and slab count.
 set -uo pipefail
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
-cd "$BENCH_DIR/../tools/testing/selftests/nvmet_cgroup" || exit 1
-. ./nvmet_lib.sh
-. ./cgroup_lib.sh
-. ./fastpath_lib.sh
 . "$BENCH_DIR/lib.sh"
+. ./fastpath_lib.sh
 
 OUT=${BENCH_OUT:?}
 ROUNDS=${BENCH_ROUNDS:-3}

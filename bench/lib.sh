@@ -1,6 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
 # Helpers of the guest's benchmark scripts (guest.sh, charge-cost.sh,
-# path-cost.sh); sourced after the guest tests' nvmet_lib.sh.
+# path-cost.sh), which set BENCH_DIR to bench/ and source this first: it
+# moves to the guest tests' directory and sources their nvmet and cgroup
+# helpers, which the scripts use too.
+cd "$BENCH_DIR/../tools/testing/selftests/nvmet_cgroup" || exit 1
+. ./nvmet_lib.sh
+. ./cgroup_lib.sh
 
 # The configurations in the order of round ROUND: turned by one place each
 # round, so that none is always timed first or last.  On the host's clock a

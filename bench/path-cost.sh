@@ -14,9 +14,6 @@
 #   scripts/vm --flavour perf --no-load --icount 1 -- bench/path-cost.sh
 set -uo pipefail
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
-cd "$BENCH_DIR/../tools/testing/selftests/nvmet_cgroup" || exit 1
-. ./nvmet_lib.sh
-. ./cgroup_lib.sh
 . "$BENCH_DIR/lib.sh"
 
 ROUNDS=${PATH_ROUNDS:-3}
