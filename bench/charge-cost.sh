@@ -43,6 +43,6 @@ done
 echo "charging a child cgroup: $(median <<< "${deltas[*]}") instructions per I/O" \
 	"(median of ${#deltas[@]}; $(printf '%s\n' "${deltas[@]}" | sort -n | awk 'NR == 1 { lo = $1 } END { print lo "-" $1 }'))"
 # The child's I/O must have been charged to it, or the comparison is void.
-stat=$(grep "^$(devnum /dev/nullb0) " "$CG/$CHILD/io.stat")
-echo "io.stat of $CHILD: $stat"
-[[ "$stat" =~ rios=[1-9] && "$stat" =~ wios=[1-9] ]] || die "the child's I/O was not charged to it"
+rios=$(cg_stat "$CHILD" /dev/nullb0 rios) wios=$(cg_stat "$CHILD" /dev/nullb0 wios)
+echo "io.stat of $CHILD: rios=$rios wios=$wios"
+[ "$rios" -gt 0 ] && [ "$wios" -gt 0 ] || die "the child's I/O was not charged to it"

@@ -18,24 +18,18 @@ rotate() {	# ROUND CONFIG...
 	echo "${@:k+1}" "${@:1:k}"
 }
 
-# one_job_iops DEV RW RUNTIME [CGROUP]: one fio job (4k, iodepth 32, on CPU
-# 0, after 2 s of ramp), from the cgroup CGROUP (a path under $CG) if
-# given; prints its IOPS.  Under `scripts/vm --icount 1` 5e8 / IOPS is the
-# instructions the guest executes per I/O (insn_per_io).
+# one_job_iops DEV RW RUNTIME [CGROUP]: cgroup_lib.sh's fio_job (4k,
+# iodepth 32, one job) on CPU 0 for RUNTIME seconds after 2 s of ramp, from
+# the cgroup CGROUP (a path under $CG) if given; prints its IOPS.  Under
+# `scripts/vm --icount 1` 5e8 / IOPS is the instructions the guest executes
+# per I/O (insn_per_io).
 one_job_iops() {
-	local dev=$1 rw=$2 runtime=$3 cgroup=${4:-} out
-	out=$(mktemp) || return
-	(
-		[ -z "$cgroup" ] || echo "$BASHPID" > "$CG/$cgroup/cgroup.procs" || exit 1
-		exec fio --name=one-job --filename="$dev" --direct=1 --ioengine=libaio \
-			--bs=4k --iodepth=32 --numjobs=1 --cpus_allowed=0 --rw="$rw" \
-			--time_based --runtime="$runtime" --ramp_time=2 \
-			--output-format=json --output="$out" >/dev/null 2>&1
-	) || { fail "fio $rw on $dev${cgroup:+ in $cgroup} failed"; rm -f "$out"; return 1; }
-	# the job's read and write "iops": one of them is 0
-	grep -o '"iops" : [0-9.]*' "$out" | head -2 |
-		awk '{ s += $3 } END { printf "%.0f\n", s }'
-	rm -f "$out"
+	local out
+	out=$(
+		[ -z "${4:-}" ] || echo "$BASHPID" > "$CG/$4/cgroup.procs" || exit 1
+		fio_job "$1" "$2" 4k --cpus_allowed=0 --time_based --runtime="$3" --ramp_time=2
+	) || { fail "fio $2 on $1${4:+ in $4} failed"; return 1; }
+	echo "${out%% *}"
 }
 
 insn_per_io() {	# IOPS

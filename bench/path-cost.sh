@@ -76,6 +76,6 @@ for rw in randread randwrite; do
 			'BEGIN { printf " | R-A %.0f C-R %.0f C-A %.0f", r - a, c - r, c - a }')
 	echo "median instructions per command, $line"
 done
-stat=$(grep "^$(devnum /dev/nullb0) " "$CG/bench-path/io.stat")
-echo "io.stat of bench-path: $stat"
-[[ " $CONFIGS " != *" C "* || "$stat" =~ rios=[1-9] ]] || die "C's reads were not charged to its cgroup"
+rios=$(cg_stat bench-path /dev/nullb0 rios)
+echo "io.stat of bench-path: rios=$rios"
+[[ " $CONFIGS " != *" C "* ]] || [ "$rios" -gt 0 ] || die "C's reads were not charged to its cgroup"
