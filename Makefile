@@ -4,7 +4,8 @@
 # (building that kernel first if it is stale); `make check` runs every test
 # (`make check-long`: the fault matrix with its full rounds);
 # `make demo` shows a throttled namespace in the VM; `make install` installs
-# the module, the nvmet-cgroup CLI and its files.  See README.md.
+# the module and the nvmet-cgroup CLI built before, with its files, and
+# `make uninstall` removes them.  See README.md.
 
 FLAVOUR ?= debug
 CACHE ?= $(or $(NVMET_CGROUP_CACHE),$(HOME)/.cache/nvmet-cgroup)
@@ -15,8 +16,8 @@ LLVM_FLAGS = $(if $(shell grep -s '^CONFIG_CC_IS_CLANG=y' $(KDIR)/.config),LLVM=
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) MO=$(MO) $(LLVM_FLAGS)
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: all module kernel deps check check-long demo bench vm fmt fmt-check clippy rust-analyzer clean \
-	cli install install-tools dkms blktests test-modules
+.PHONY: all module kernel deps check check-debian check-long demo bench vm fmt fmt-check clippy rust-analyzer clean \
+	cli install install-tools uninstall dkms blktests test-modules
 
 all: module
 
@@ -56,6 +57,11 @@ rust-analyzer: kernel
 check:
 	scripts/check
 
+# The DKMS package under the real dkms in a Debian trixie chroot, on
+# Debian's own kernel, then Debian's vmlinuz in the VM (make check runs it).
+check-debian:
+	scripts/check-debian
+
 # faults.sh's fault matrix with issue #11's full round counts (x50, x30,
 # x10, 128 namespaces), in one boot after the host checks; `make check` runs
 # it with short rounds.
@@ -86,26 +92,96 @@ CARGO ?= cargo
 cli:
 	$(CARGO) build --release --locked -p nvmet-cgroup
 
-# make install [DESTDIR=DIR] [KDIR=/lib/modules/$(uname -r)/build]: the
-# module into lib/modules/VERSION/updates (modules_install runs depmod), the
-# softdep that loads it with nvmet, the CLI, its systemd unit and its man
-# page.  The module needs an nvmet with patches/ applied (README.md).
+# make install [DESTDIR=DIR] [KVER=RELEASE] [PREFIX=DIR]: installs, as
+# root, what `make module` and `make cli` built before as a normal user, and
+# builds nothing (never the cached debug kernel):
+#   make module KDIR=/lib/modules/$(uname -r)/build && make cli
+#   sudo make install
+# MODULE_DIR/nvmet_cgroup.ko (MODULE_DIR: MO, build/$(FLAVOUR)), which must
+# be built for KVER (default: the running kernel, uname -r), into
+# lib/modules/KVER/updates, then depmod (on the live system, or in a DESTDIR
+# that has KVER's module index); the softdep that loads it with nvmet, the
+# CLI, its systemd unit (ExecStart in SBINDIR) and its man page.  It checks
+# first and writes nothing when something is missing, or when DKMS installed
+# nvmet_cgroup for KVER (updates/dkms): one copy of each module.  The module
+# needs an nvmet with patches/ applied (README.md).
 PREFIX ?= /usr
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
 UNITDIR ?= /lib/systemd/system
 MODPROBEDIR ?= /etc/modprobe.d
-install: module install-tools
-	$(KMAKE) INSTALL_MOD_PATH=$(abspath $(DESTDIR)/) INSTALL_MOD_DIR=updates modules_install
+KVER ?= $(shell uname -r)
+MODULE_DIR ?= $(MO)
+CLI_BIN ?= target/release/nvmet-cgroup
+MODINFO ?= $(firstword $(wildcard /usr/sbin/modinfo /sbin/modinfo) modinfo)
+DEPMOD ?= $(firstword $(wildcard /usr/sbin/depmod /sbin/depmod) depmod)
+MODULE_FILE = /lib/modules/$(KVER)/updates/nvmet_cgroup.ko
+TOOLS_FILES = $(MODPROBEDIR)/nvmet-cgroup.conf $(SBINDIR)/nvmet-cgroup \
+	$(UNITDIR)/nvmet-cgroup.service $(MANDIR)/man8/nvmet-cgroup.8
+
+define check-module
+	@test -f "$(MODULE_DIR)/nvmet_cgroup.ko" || { echo "make install: no $(MODULE_DIR)/nvmet_cgroup.ko;" \
+		"make install builds nothing: build it first, as a normal user, with" \
+		"make module KDIR=/lib/modules/$(KVER)/build" >&2; exit 1; }
+	@vm=$$($(MODINFO) -F vermagic "$(MODULE_DIR)/nvmet_cgroup.ko" 2>/dev/null); \
+	case "$$vm" in "$(KVER) "*) ;; *) echo "make install: $(MODULE_DIR)/nvmet_cgroup.ko is built for" \
+		"'$${vm%% *}', not KVER=$(KVER): build it with make module KDIR=/lib/modules/$(KVER)/build," \
+		"or give the KVER it was built for" >&2; exit 1;; esac
+	@set -- "$(DESTDIR)/lib/modules/$(KVER)/updates/dkms/nvmet_cgroup.ko"*; \
+	if [ -e "$$1" ] || { [ -z "$(DESTDIR)" ] && command -v dkms >/dev/null && \
+		dkms status -m nvmet-cgroup -k "$(KVER)" 2>/dev/null | grep -q ': installed'; }; then \
+		echo "make install: DKMS installed nvmet_cgroup for $(KVER)" \
+			"($(DESTDIR)/lib/modules/$(KVER)/updates/dkms): one copy of each module, so remove" \
+			"it first with dkms remove nvmet-cgroup/VERSION -k $(KVER) (dkms status nvmet-cgroup" \
+			"names VERSION), or install only the rest with make install-tools" >&2; exit 1; fi
+endef
+
+define check-cli
+	@test -x "$(CLI_BIN)" || { echo "make install: no $(CLI_BIN); make install builds nothing:" \
+		"build it first, as a normal user, with make cli" >&2; exit 1; }
+endef
+
+# depmod for KVER: on the live system, or in a DESTDIR with KVER's index.
+define depmod
+	@if [ -z "$(DESTDIR)" ]; then echo "$(DEPMOD) -a $(KVER)"; $(DEPMOD) -a "$(KVER)"; \
+	elif [ -f "$(DESTDIR)/lib/modules/$(KVER)/modules.dep" ]; then \
+		echo "$(DEPMOD) -b $(abspath $(DESTDIR)) $(KVER)"; $(DEPMOD) -b "$(abspath $(DESTDIR))" "$(KVER)"; fi
+endef
+
+# The unit's ExecStart names the CLI where it is installed (SBINDIR).
+define install-tools-files
+	install -D -m 0644 packaging/modprobe.d/nvmet-cgroup.conf "$(DESTDIR)$(MODPROBEDIR)/nvmet-cgroup.conf"
+	install -D -m 0755 "$(CLI_BIN)" "$(DESTDIR)$(SBINDIR)/nvmet-cgroup"
+	install -d "$(DESTDIR)$(UNITDIR)"
+	sed 's|^\(ExecStart[A-Za-z]*=[-@:+!]*\)/usr/sbin/nvmet-cgroup |\1$(SBINDIR)/nvmet-cgroup |' \
+		packaging/systemd/nvmet-cgroup.service > "$(DESTDIR)$(UNITDIR)/nvmet-cgroup.service"
+	chmod 0644 "$(DESTDIR)$(UNITDIR)/nvmet-cgroup.service"
+	install -d "$(DESTDIR)$(MANDIR)/man8"
+	"$(CLI_BIN)" man > "$(DESTDIR)$(MANDIR)/man8/nvmet-cgroup.8"
+endef
+
+install:
+	$(check-module)
+	$(check-cli)
+	install -D -m 0644 "$(MODULE_DIR)/nvmet_cgroup.ko" "$(DESTDIR)$(MODULE_FILE)"
+	$(install-tools-files)
+	$(depmod)
 
 # Everything of make install but the module: what a host that gets its
 # modules from the DKMS package (make dkms) installs besides.
-install-tools: cli
-	install -D -m 0644 packaging/modprobe.d/nvmet-cgroup.conf $(DESTDIR)$(MODPROBEDIR)/nvmet-cgroup.conf
-	install -D -m 0755 target/release/nvmet-cgroup $(DESTDIR)$(SBINDIR)/nvmet-cgroup
-	install -D -m 0644 packaging/systemd/nvmet-cgroup.service $(DESTDIR)$(UNITDIR)/nvmet-cgroup.service
-	install -d $(DESTDIR)$(MANDIR)/man8
-	target/release/nvmet-cgroup man > $(DESTDIR)$(MANDIR)/man8/nvmet-cgroup.8
+install-tools:
+	$(check-cli)
+	$(install-tools-files)
+
+# make uninstall, with make install's variables: removes what it installed
+# (never DKMS's updates/dkms), then depmod; under a DESTDIR, the directories
+# left empty as well, so that a staging tree ends empty.
+uninstall:
+	rm -f "$(DESTDIR)$(MODULE_FILE)" $(foreach f,$(TOOLS_FILES),"$(DESTDIR)$(f)")
+	@if [ -n "$(DESTDIR)" ] && [ -d "$(DESTDIR)" ]; then cd "$(DESTDIR)" && \
+		for f in $(MODULE_FILE) $(TOOLS_FILES); do d=$${f%/*}; d=$${d#/}; \
+			[ ! -d "$$d" ] || rmdir -p --ignore-fail-on-non-empty "$$d"; done; fi
+	$(depmod)
 
 # make dkms: the DKMS source tree as it goes to /usr/src/nvmet-cgroup-VERSION
 # (packaging/dkms/dkms.conf, Documentation/admin-guide.rst), in build/dkms/.
@@ -118,6 +194,7 @@ dkms:
 	sed 's/@VERSION@/$(PKG_VERSION)/' packaging/dkms/dkms.conf > $(DKMS_TREE)/dkms.conf
 	install -m 0755 packaging/dkms/build.sh $(DKMS_TREE)/build.sh
 	install -m 0644 packaging/dkms/kbuild-lib.sh $(DKMS_TREE)/kbuild-lib.sh
+	install -m 0644 packaging/dkms/prepare-kernel.sh $(DKMS_TREE)/prepare-kernel.sh
 	install -m 0644 Kbuild $(DKMS_TREE)/Kbuild
 	install -m 0644 rust/*.rs $(DKMS_TREE)/rust/
 	install -m 0644 glue/*.c glue/*.h $(DKMS_TREE)/glue/

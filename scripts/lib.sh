@@ -122,3 +122,45 @@ vm_booting_again() {
 		return "$st"
 	done
 }
+
+# debian_kernel: set DEBIAN_KERNEL_VERSION and DEBIAN_KERNEL_RELEASE to the
+# newest Debian 7.3 kernel for amd64 in trixie-backports (the package
+# version, e.g. 7.3.4-1~bpo13+1, and `uname -r`, e.g. 7.3.4+deb13-amd64),
+# the same source package scripts/fetch-kernel builds the project's own
+# kernels from.  Either may be given in the environment instead.
+debian_kernel() {
+	if [ -z "${DEBIAN_KERNEL_RELEASE:-}" ] || [ -z "${DEBIAN_KERNEL_VERSION:-}" ]; then
+		private_apt "$CACHE/apt" \
+			"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(debian_mirror) trixie-backports main"
+		local pkg
+		pkg=$(apt-cache "${apt_opts[@]}" search --names-only \
+			"^linux-image-$KERNEL_SERIES\.[0-9]+\+deb[0-9]+-amd64\$" 2>/dev/null |
+		      awk '{print $1}' | sort -V | tail -n 1)
+		[ -n "$pkg" ] || die "no linux-image-$KERNEL_SERIES.*-amd64 in trixie-backports"
+		DEBIAN_KERNEL_RELEASE=${DEBIAN_KERNEL_RELEASE:-${pkg#linux-image-}}
+		DEBIAN_KERNEL_VERSION=${DEBIAN_KERNEL_VERSION:-$(apt-cache "${apt_opts[@]}" policy "$pkg" |
+							       awk '/Candidate:/ {print $2}')}
+	fi
+	export DEBIAN_KERNEL_RELEASE DEBIAN_KERNEL_VERSION
+}
+
+# in_chroot ROOT CMD...: run CMD in the chroot ROOT with a clean
+# environment, /proc, /sys and /dev mounted in a mount namespace of its own
+# (so they go away with CMD, whatever happens), and each "HOSTDIR:DIR" of
+# CHROOT_BINDS bind-mounted at ROOT/DIR.
+in_chroot() {
+	local root=$1
+	shift
+	unshare -m --propagation private bash -euc '
+		root=$1
+		shift
+		mount -t proc proc "$root/proc"
+		mount -t sysfs sys "$root/sys"
+		mount --rbind /dev "$root/dev"
+		for b in ${CHROOT_BINDS:-}; do
+			mkdir -p "$root${b#*:}"
+			mount --bind "${b%%:*}" "$root${b#*:}"
+		done
+		exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+			HOME=/root LC_ALL=C.UTF-8 TERM=dumb "$@"' in_chroot "$root" "$@"
+}

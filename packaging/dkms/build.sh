@@ -16,7 +16,11 @@
 # patches/series there, builds every module the kernel's config builds in
 # drivers/nvme/target (nvmet and its transports) with the kernel's own
 # Kbuild, then nvmet_cgroup.ko against that patched nvmet.  --prepare-only
-# stops after patching.  NAME=VALUE arguments go to every make, but for
+# stops after patching.  Before anything long it checks that rustc, bindgen,
+# the C compiler and pahole are the ones the kernel was built with; and
+# when KBUILD has no Rust metadata (Debian's headers have none) it builds
+# the kernel's build directory from the same source once per kernel
+# (prepare-kernel.sh, cached in /var/cache/nvmet-cgroup/kernel/VERSION).  NAME=VALUE arguments go to every make, but for
 # the compiler's (below).
 set -euo pipefail
 
@@ -65,6 +69,10 @@ kbuild_read_config
 kbuild_llvm
 kbuild_release
 
+# Before any long step: the compilers must be the kernel's own.
+. "$here/prepare-kernel.sh"
+toolchain_check
+
 if [ -z "$ksrc" ]; then
 	for c in "/usr/src/linux-source-$series.tar.xz" "/usr/src/linux-source-$series.tar.bz2" \
 		 "/usr/src/linux-source-$series"; do
@@ -94,26 +102,42 @@ while read -r f; do
 	esac
 done < <(sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "${patches[@]/#/$here/patches/}" | sort -u)
 
-log "kernel $release in $kbuild; source $ksrc"
-rm -rf "$work" "$work.try"
-mkdir -p "$work"
+# Building nvmet from one release's source against another's kernel would
+# mix internal structures: the source must be the kernel's version.  Read
+# from its top Makefile before anything is unpacked.
 if [ -d "$ksrc" ]; then
-	(cd "$ksrc" && cp -a --parents "${paths[@]}" "$work/") || die "$ksrc lacks one of: ${paths[*]}"
+	top_makefile() { cat "$ksrc/Makefile"; }
 else
 	# Debian's tarball has one top directory (linux-source-X.Y/).
 	top=$(tar -tf "$ksrc" 2>/dev/null | head -n 1 || true)
 	top=${top%%/*}
 	[ -n "$top" ] || die "cannot read $ksrc"
-	tar -xf "$ksrc" -C "$work" --strip-components=1 "${paths[@]/#/$top/}" ||
-		die "cannot extract ${paths[*]} from $ksrc"
+	top_makefile() { tar -xOf "$ksrc" --occurrence=1 "$top/Makefile"; }
 fi
-
-# Building nvmet from one release's source against another's kernel would
-# mix internal structures: the source must be the kernel's version.
-mkvar() { sed -n "s/^$1 = //p" "$work/Makefile"; }
+mkvar() { top_makefile 2>/dev/null | sed -n "s/^$1 = //p"; }
 sversion=$(mkvar VERSION).$(mkvar PATCHLEVEL).$(mkvar SUBLEVEL)
 [ "$sversion" = "$kversion" ] ||
 	die "$ksrc is Linux $sversion but the kernel is $release: install the linux-source package of the kernel's version"
+
+log "kernel $release in $kbuild; source $ksrc"
+
+# A distribution's headers package has no Rust metadata: prepare the
+# kernel's build directory from the same source (cached per kernel), and
+# take nvmet's source from that unpacked copy.
+if ! kernel_has_rust_meta; then
+	prepare_check_tools
+	kbuild=$(kernel_prepare "$ksrc") || exit 1
+	ksrc=${kbuild%/obj}/src
+fi
+
+rm -rf "$work" "$work.try"
+mkdir -p "$work"
+if [ -d "$ksrc" ]; then
+	(cd "$ksrc" && cp -a --parents "${paths[@]}" "$work/") || die "$ksrc lacks one of: ${paths[*]}"
+else
+	tar -xf "$ksrc" -C "$work" --strip-components=1 "${paths[@]/#/$top/}" ||
+		die "cannot extract ${paths[*]} from $ksrc"
+fi
 
 # series DIR [-R]: apply the series to DIR in order, or reverse it last
 # patch first.

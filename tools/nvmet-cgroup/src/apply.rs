@@ -62,6 +62,15 @@ fn control_files(dir: &Path, change: &Change) -> Vec<(PathBuf, &'static str)> {
 /// Fail unless the cgroup has the files the change writes.
 pub fn check_files(dir: &Path, change: &Change) -> Result<()> {
     for (f, policy) in control_files(dir, change) {
+        // io enabled (io.max is there) and still no io.latency: the kernel
+        // lacks the controller, as Debian's does; say so rather than blame
+        // the parent's subtree_control.
+        if policy == "io.latency" && !f.is_file() && dir.join("io.max").is_file() {
+            bail!(
+                "io.latency is not available on this kernel (built without CONFIG_BLK_CGROUP_IOLATENCY, as Debian's kernels are): {} does not exist; use --weight (io.cost) or --riops/--wiops/--rbps/--wbps (io.max) instead",
+                f.display()
+            );
+        }
         if !f.is_file() {
             bail!(
                 "{} does not exist (io not enabled in the parent's cgroup.subtree_control, or no {policy} in this kernel)",

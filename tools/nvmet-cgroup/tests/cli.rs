@@ -211,6 +211,25 @@ fn limit_partition_goes_to_whole_disk() {
     );
 }
 
+/// A kernel without io.latency (Debian's): io enabled, no io.latency file.
+#[test]
+fn latency_on_a_kernel_without_io_latency_is_refused_clearly() {
+    let f = Fixture::new();
+    f.ok(&["bind", NQN_A, "1", "--cgroup", "tenant-a"]);
+    std::fs::remove_file(f.cg("tenant-a").join("io.latency")).unwrap();
+    let before = f.snapshot();
+    let (code, _, err) = f.run(&["limit", NQN_A, "1", "--riops", "1K", "--latency", "5ms"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("io.latency is not available on this kernel")
+            && err.contains("CONFIG_BLK_CGROUP_IOLATENCY"),
+        "{err}"
+    );
+    assert_eq!(f.snapshot(), before, "nothing may be written");
+    f.ok(&["limit", NQN_A, "1", "--riops", "1K"]);
+    assert_eq!(f.read("cgroup/tenant-a/io.max"), "8:16 riops=1024\n");
+}
+
 #[test]
 fn limit_dm_goes_to_both_disks() {
     let f = Fixture::new();

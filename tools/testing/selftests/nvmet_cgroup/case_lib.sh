@@ -2,7 +2,10 @@
 # Test cases reported with the kernel's kselftest/ktap_helpers.sh; sourced.
 #
 #   run_case NAME CMD...   run CMD; its output becomes KTAP comments, and the
-#                          case is "ok" or "not ok" by its exit status
+#                          case is "ok" or "not ok" by its exit status, or
+#                          "ok ... # SKIP" when CMD returns $KSFT_SKIP (4):
+#                          what the kernel under test lacks (a distribution's
+#                          kernel has no KUnit), said in its last line
 #
 # ktap_helpers.sh is found next to this directory in a kernel tree
 # (tools/testing/selftests/kselftest/), or where the project's guest installs
@@ -28,6 +31,9 @@ run_case() {
 	echo "# $name took $((SECONDS - start)) s"
 	if [ "$rc" = 0 ]; then
 		ktap_test_pass "$name"
+	elif [ "$rc" = "$KSFT_SKIP" ]; then
+		ktap_test_skip "$name: $(printf '%s\n' "$out" | tail -n 1)"
+		rc=0
 	else
 		echo "# exit status $rc"
 		ktap_test_fail "$name"

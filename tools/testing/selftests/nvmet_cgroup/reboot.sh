@@ -165,6 +165,24 @@ restore_is_idempotent() {
 	[ "$before" = "$after" ] || fail "a second restore changed something"
 }
 
+# `systemctl restart nvmet.service`: nvmetcli's unit clears the whole
+# target (ExecStop: nvmetcli clear) and restores it (ExecStart: nvmetcli
+# restore), every namespace enabled unbound again.  PartOf=nvmet.service
+# makes systemd stop and start nvmet-cgroup.service with it, and After=
+# runs it once the target is back: its commands bind and limit again.
+# (No systemd in this guest: the restart is done as those units do it.)
+nvmet_restart_brings_bindings_back() {
+	grep -qx 'PartOf=nvmet.service' "$UNIT" ||
+		fail "the unit is not PartOf=nvmet.service: restarting nvmet would leave the namespaces unbound" ||
+		return
+	port_destroy 1 && subsys_destroy "$NQN" && target_up || return
+	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/1/cgroup_id")" = 0 ] &&
+	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/2/cgroup_id")" = 0 ] ||
+		fail "the restored target is not unbound" || return
+	echo "after nvmet's restart: namespaces 1 and 2 enabled, unbound"
+	unit_restores
+}
+
 teardown() {
 	port_destroy 1 && subsys_destroy "$NQN" && rmmod nvmet_cgroup nvme_loop && umount "$MNT" &&
 	cg_remove tenants && cg_remove tenants.slice && cg_remove spare &&
@@ -172,7 +190,7 @@ teardown() {
 }
 
 ktap_print_header
-ktap_set_plan 8
+ktap_set_plan 9
 run_case "setup" setup
 run_case "bind_limit_save_with_the_cli" configure_and_save
 run_case "simulated_reboot_changes_ids_and_device_numbers" simulated_reboot
@@ -180,5 +198,6 @@ run_case "io_before_the_unit_runs_is_charged_to_no_cgroup" io_before_the_unit_ru
 run_case "systemd_unit_commands_restore_by_path" unit_restores
 run_case "restored_namespaces_charged_to_the_same_paths" restored_io_charged_by_path
 run_case "second_restore_changes_nothing" restore_is_idempotent
+run_case "nvmet_service_restart_brings_the_bindings_back" nvmet_restart_brings_bindings_back
 run_case "teardown" teardown
 ktap_finished
