@@ -99,6 +99,17 @@ fault_table() {
 	}' "$1/faults.ktap"
 }
 
+# SPLAT_RE: the kernel reports that fail a guest run when its console shows
+# one (scripts/vm, tools/blktests/report), one ERE: warnings, BUGs (soft
+# lockups, workqueue lockups and KFENCE reports among them), oopses,
+# KASAN, KFENCE, UBSAN, lockdep, RCU stalls, soft and hard lockups, hung
+# tasks, list corruption, kmemleak, panics and Rust panics.
+# scripts/check-splat tests it on sample console lines, benign ones too.
+SPLAT_RE='WARNING:|BUG:|Oops|KASAN:|KFENCE:|UBSAN:|possible [a-z ]*locking|inconsistent lock state'
+SPLAT_RE+='|detected stalls|self-detected stall|soft lockup|hard LOCKUP|workqueue lockup'
+SPLAT_RE+='|hung task|blocked for more than|list_[a-z_]* corruption'
+SPLAT_RE+='|unreferenced object|suspected memory leak|Kernel panic|rust_panic'
+
 # vm_booting_again LOG PROGRESS VM_ARG...: scripts/vm VM_ARG... (which must
 # log to LOG), booted again, three boots at most, when the guest kernel
 # stopped on an "Oops: int3" before doing anything: under multi-threaded
