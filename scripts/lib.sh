@@ -117,17 +117,22 @@ SPLAT_RE+='|unreferenced object|suspected memory leak|Kernel panic|rust_panic'
 # harness.rst), about one boot in four for the perf kernel and seen for the
 # debug kernel too.  PROGRESS is a command whose output changes once the
 # guest has done something (a result written); a boot that did something
-# is not repeated.  Returns scripts/vm's status.
+# is not repeated.  The console of a boot that is repeated is kept, moved
+# to LOG.attempt-N (N = 1, 2), so that its report is not overwritten by the
+# next boot's.  Returns scripts/vm's status.
 vm_booting_again() {
 	local log=$1 progress=$2 attempt before st
 	shift 2
+	rm -f "$log".attempt-[0-9]
 	for attempt in 1 2 3; do
 		before=$($progress)
 		st=0
 		"$TOP/scripts/vm" "$@" || st=$?
 		if [ "$st" != 0 ] && [ "$attempt" -lt 3 ] && grep -q 'Oops: int3' "$log" &&
 		   [ "$($progress)" = "$before" ]; then
-			log "the guest kernel oopsed on code patching before doing anything; booting again"
+			mv -f "$log" "$log.attempt-$attempt"
+			log "the guest kernel oopsed on code patching before doing anything; booting again" \
+			    "(that boot's console is kept in $log.attempt-$attempt)"
 			continue
 		fi
 		return "$st"
