@@ -7,13 +7,17 @@
 #                          what the kernel under test lacks (a distribution's
 #                          kernel has no KUnit), said in its last line
 #
-# ktap_helpers.sh is found next to this directory in a kernel tree
+# ktap_helpers.sh is the file KTAP_HELPERS names when it is set (on the
+# host, libtest.sh: scripts/check passes the kernel source's copy), or is
+# found next to this directory in a kernel tree
 # (tools/testing/selftests/kselftest/), or where the project's guest installs
 # it (/usr/share/kselftest/, from the kernel that was built).
 
-for ktap_dir in "$(dirname "${BASH_SOURCE[0]}")/../kselftest" /usr/share/kselftest; do
-	if [ -f "$ktap_dir/ktap_helpers.sh" ]; then
-		. "$ktap_dir/ktap_helpers.sh"
+for ktap_helpers in ${KTAP_HELPERS:+"$KTAP_HELPERS"} \
+		    "$(dirname "${BASH_SOURCE[0]}")/../kselftest/ktap_helpers.sh" \
+		    /usr/share/kselftest/ktap_helpers.sh; do
+	if [ -f "$ktap_helpers" ]; then
+		. "$ktap_helpers"
 		break
 	fi
 done
