@@ -79,7 +79,7 @@ queued_behind() {
 }
 
 queued_in_the_context_aborted() {
-	local dev ctrl pid start aborts
+	local dev ctrl pid start aborts rc=0
 	dev=$(host_dev "$NQN" 2) || return
 	ctrl=${dev#/dev/}; ctrl=${ctrl%n*}
 	echo > "$TRACE/trace" && echo 1 > "$ABORT_EVENT/enable" || return
@@ -94,10 +94,16 @@ queued_in_the_context_aborted() {
 	echo "before the reset: host inflight $(cat "/sys/block/${dev#/dev/}/inflight" | xargs)," \
 	     "nullb1 inflight $(cat /sys/block/nullb1/inflight | xargs)"
 	start=$SECONDS
-	echo 1 > "/sys/class/nvme/$ctrl/reset_controller" || fail "cannot reset $ctrl"
-	wait_for 60 grep -qx live "/sys/class/nvme/$ctrl/state" ||
+	# a failed reset fails the case, after the cleanup below
+	if ! echo 1 > "/sys/class/nvme/$ctrl/reset_controller"; then
+		fail "cannot reset $ctrl"
+		rc=1
+	elif ! wait_for 60 grep -qx live "/sys/class/nvme/$ctrl/state"; then
 		fail "$ctrl not live again 60 s after the reset"
-	echo "$ctrl live again $((SECONDS - start)) s after the reset"
+		rc=1
+	else
+		echo "$ctrl live again $((SECONDS - start)) s after the reset"
+	fi
 	kill -KILL $pid 2>/dev/null
 	timeout 30 tail --pid=$pid -f /dev/null || fail "fio is stuck in the kernel after the reset" || return
 	wait $pid
@@ -108,7 +114,8 @@ queued_in_the_context_aborted() {
 	# every command is back: the namespace's references all dropped
 	timeout 30 bash -c "echo 0 > $NVMET_CFS/subsystems/$NQN/namespaces/2/enable" ||
 		fail "disable hung: a command was never completed" || return
-	[ "$aborts" -gt 0 ] || fail "the lane never aborted a queued command"
+	[ "$aborts" -gt 0 ] || fail "the lane never aborted a queued command" || return
+	return "$rc"
 }
 
 teardown() {

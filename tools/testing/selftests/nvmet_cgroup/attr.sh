@@ -31,13 +31,13 @@ attr_exists_without_module() {
 		[ -f "$SUB/namespaces/$ns/cgroup_id" ] ||
 			fail "namespace $ns has no cgroup_id" || return
 		[ "$(cat "$SUB/namespaces/$ns/cgroup_id")" = 0 ] ||
-			fail "namespace $ns: default is not 0"
+			fail "namespace $ns: default is not 0" || return
 	done
 }
 
 # store VALUE EXPECTED_VALUE_AFTER: write, compare what show prints
 store_ok() {
-	printf '%s' "$1" > "$SUB/namespaces/1/cgroup_id" || fail "store '$1' failed"
+	printf '%s' "$1" > "$SUB/namespaces/1/cgroup_id" || fail "store '$1' failed" || return
 	[ "$(cat "$SUB/namespaces/1/cgroup_id")" = "$2" ] ||
 		fail "after '$1': $(cat "$SUB/namespaces/1/cgroup_id"), expected $2"
 }
@@ -114,7 +114,7 @@ rmmod_refused_while_enabled() {
 		fail "rmmod succeeded with an enabled namespace with a cgroup"
 		return
 	fi
-	lsmod | grep -q '^nvmet_cgroup ' || fail "module is gone"
+	lsmod | grep -q '^nvmet_cgroup ' || fail "module is gone" || return
 	echo "$err" | grep -qi "in use" || fail "unexpected error: $err"
 }
 

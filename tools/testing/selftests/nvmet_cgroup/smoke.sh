@@ -12,10 +12,10 @@ MNT=/mnt/smoke
 
 module_loads() {
 	modprobe nvmet_cgroup || return
-	lsmod | grep -q '^nvmet_cgroup ' || fail "nvmet_cgroup is not listed by lsmod"
+	lsmod | grep -q '^nvmet_cgroup ' || fail "nvmet_cgroup is not listed by lsmod" || return
 	# the dependency on nvmet is what makes modprobe load it first
 	lsmod | awk '$1 == "nvmet" {print $4}' | grep -qw nvmet_cgroup ||
-		fail "nvmet does not list nvmet_cgroup as a user"
+		fail "nvmet does not list nvmet_cgroup as a user" || return
 	dmesg | grep -q 'nvmet_cgroup: loaded' || fail "no load message in dmesg"
 }
 
@@ -63,8 +63,8 @@ teardown() {
 
 module_unloads() {
 	rmmod nvmet_cgroup || return
-	! lsmod | grep -q '^nvmet_cgroup ' || fail "still loaded"
-	dmesg | grep -q 'nvmet_cgroup: unloaded' || fail "no unload message in dmesg"
+	! lsmod | grep -q '^nvmet_cgroup ' || fail "still loaded" || return
+	dmesg | grep -q 'nvmet_cgroup: unloaded' || fail "no unload message in dmesg" || return
 	rmmod nvmet
 }
 

@@ -52,7 +52,7 @@ zone_append_charged() {
 	b1=$(cg_stat zoned/zns /dev/nullb0 wbytes) && i1=$(cg_stat zoned/zns /dev/nullb0 wios)
 	echo "$APPENDS appends of 4 KiB: io.stat wbytes +$((b1 - b0)), wios +$((i1 - i0))"
 	[ $((b1 - b0)) = $((APPENDS * 4096)) ] && [ $((i1 - i0)) = "$APPENDS" ] ||
-		fail "Zone Append not charged as $APPENDS writes of 4 KiB"
+		fail "Zone Append not charged as $APPENDS writes of 4 KiB" || return
 	# the data went where the zone's write pointer was
 	[ "$(dd if="$ZNS_DEV" bs=4k skip=$((APPENDS - 1)) count=1 iflag=direct 2>/dev/null |
 		cmp - /tmp/zone-append.dat && echo same)" = same ] ||
