@@ -200,7 +200,7 @@ fn limit_partition_goes_to_whole_disk() {
     assert!(out.contains("8:16 (sdb)"), "{out}");
     assert_eq!(
         f.read("cgroup/tenant-a/io.max"),
-        "8:16 wbps=20971520 riops=1024\n"
+        "8:16 wbps=20000000 riops=1000\n"
     );
     assert_eq!(last_line(&f.read("cgroup/tenant-a/io.weight")), "8:16 300");
     assert_eq!(f.read("cgroup/tenant-a/io.latency"), "8:16 target=5000\n");
@@ -208,6 +208,12 @@ fn limit_partition_goes_to_whole_disk() {
     assert_eq!(
         last_line(&f.read("cgroup/tenant-a/io.max")),
         "8:16 riops=max"
+    );
+    // systemd's word for no limit clears one too.
+    f.ok(&["limit", NQN_A, "1", "--wbps", "infinity"]);
+    assert_eq!(
+        last_line(&f.read("cgroup/tenant-a/io.max")),
+        "8:16 wbps=max"
     );
 }
 
@@ -227,7 +233,7 @@ fn latency_on_a_kernel_without_io_latency_is_refused_clearly() {
     );
     assert_eq!(f.snapshot(), before, "nothing may be written");
     f.ok(&["limit", NQN_A, "1", "--riops", "1K"]);
-    assert_eq!(f.read("cgroup/tenant-a/io.max"), "8:16 riops=1024\n");
+    assert_eq!(f.read("cgroup/tenant-a/io.max"), "8:16 riops=1000\n");
 }
 
 #[test]
@@ -238,7 +244,7 @@ fn limit_dm_goes_to_both_disks() {
     assert!(out.contains("253:0"), "{out}");
     assert_eq!(
         f.read("cgroup/tenant-a/io.max"),
-        "8:32 rbps=1073741824\n8:48 rbps=1073741824\n"
+        "8:32 rbps=1000000000\n8:48 rbps=1000000000\n"
     );
 }
 
@@ -376,7 +382,7 @@ fn save_then_restore_after_reboot() {
         recs[0]["devices"][0]["path"],
         "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4"
     );
-    assert_eq!(recs[0]["devices"][0]["riops"], 1024);
+    assert_eq!(recs[0]["devices"][0]["riops"], 1000);
     assert_eq!(recs[0]["devices"][0]["latency_us"], 2000);
     assert_eq!(recs[1]["cgroup"], "tenants.slice/tenants-b.slice");
     assert_eq!(recs[1]["slice"], "tenants-b.slice");
@@ -420,7 +426,7 @@ fn save_then_restore_after_reboot() {
     assert_eq!(f.read("cgroup/cgroup.subtree_control"), "+io\n");
     assert_eq!(
         f.read("cgroup/tenant-a/io.max"),
-        format!("{} riops=1024\n", d(BOOT2.sdb))
+        format!("{} riops=1000\n", d(BOOT2.sdb))
     );
     assert_eq!(
         f.read("cgroup/tenant-a/io.latency"),
@@ -429,7 +435,7 @@ fn save_then_restore_after_reboot() {
     assert_eq!(
         f.read("cgroup/tenants.slice/tenants-b.slice/io.max"),
         format!(
-            "{} wbps=10485760\n{} wbps=10485760\n",
+            "{} wbps=10000000\n{} wbps=10000000\n",
             d(BOOT2.sdc),
             d(BOOT2.sdd)
         )
@@ -502,6 +508,13 @@ fn bad_inputs_change_nothing() {
         (vec!["bind", NQN_A, "2"], "required"),
         (vec!["bind", NQN_A, "0", "--cgroup", "tenant-a"], "0"),
         (vec!["limit", NQN_A, "1", "--riops", "1.5M"], "fractions"),
+        (vec!["limit", NQN_A, "1", "--wbps", "1.5K"], "fractions"),
+        (vec!["limit", NQN_A, "1", "--rbps", "10X"], "unknown suffix"),
+        (
+            vec!["limit", NQN_A, "1", "--rbps", ""],
+            "a number is missing",
+        ),
+        (vec!["limit", NQN_A, "1", "--riops", "5G"], "too large"),
         (
             vec!["limit", NQN_A, "1", "--rbps", "-1"],
             "not a whole number",
@@ -543,5 +556,11 @@ fn man_page_and_help() {
     );
     assert!(man.contains("bind") && man.contains("restore"));
     let help = f.ok(&["limit", "--help"]);
-    assert!(help.contains("powers of 1024"), "{help}");
+    for want in ["base of 1000", "20K is 20000", "infinity"] {
+        assert!(help.contains(want), "{want:?} not in {help}");
+    }
+    assert!(!help.contains("1024"), "{help}");
+    for want in ["base of 1000", "infinity"] {
+        assert!(man.contains(want), "{want:?} not in {man}");
+    }
 }
