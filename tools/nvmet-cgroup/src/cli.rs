@@ -105,7 +105,8 @@ pub enum Command {
     /// Charge a namespace's I/O to a cgroup (writes the cgroup's ID to cgroup_id).
     ///
     /// Every cgroup above it gets +io in cgroup.subtree_control. An enabled
-    /// namespace is refused unless --reenable is given.
+    /// namespace is refused unless --reenable is given. If a step fails, the
+    /// cgroups it created and the +io it wrote are taken back.
     Bind(BindArgs),
     /// Stop charging a namespace's I/O to a cgroup (writes 0 to cgroup_id).
     Unbind(UnbindArgs),
@@ -151,7 +152,9 @@ pub struct NsArgs {
 #[derive(Debug, Args)]
 #[group(required = true, multiple = false)]
 pub struct TargetArgs {
-    /// The cgroup, relative to the cgroup root (e.g. tenant-a).
+    /// The cgroup: a path relative to the cgroup2 mount (e.g. tenant-a) or
+    /// an absolute path below it (/sys/fs/cgroup/tenant-a); paths outside
+    /// the mount and the root cgroup itself are refused.
     #[arg(long, value_name = "PATH")]
     pub cgroup: Option<String>,
     /// A systemd slice (a-b.slice is a.slice/a-b.slice); created through

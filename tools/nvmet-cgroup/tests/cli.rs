@@ -29,8 +29,10 @@ fn bind_writes_inode_and_enables_io_top_down() {
         ""
     );
 
-    // Already enabled above: no second +io; --cgroup takes a path.
-    f.ok(&["bind", NQN_A, "2", "--cgroup", "/tenant-a"]);
+    // Already enabled above: no second +io; --cgroup takes an absolute
+    // path under the mount.
+    let abs = f.cg("tenant-a").display().to_string();
+    f.ok(&["bind", NQN_A, "2", "--cgroup", &abs]);
     assert_eq!(f.cgroup_id(NQN_A, 2), f.ino("tenant-a"));
     assert_eq!(f.read("cgroup/cgroup.subtree_control"), "+io\n");
 
@@ -44,6 +46,99 @@ fn bind_writes_inode_and_enables_io_top_down() {
     assert!(out.contains("already bound"), "{out}");
     f.ok(&["unbind", NQN_A, "2"]);
     assert_eq!(f.cgroup_id(NQN_A, 2), 0);
+}
+
+#[test]
+fn cgroup_paths_outside_the_mount_or_the_root_are_refused() {
+    let f = Fixture::new();
+    let mount = f.cg("").display().to_string();
+    let mount = mount.trim_end_matches('/').to_string();
+    let evil = f.p("evil").display().to_string();
+    let climb = format!("{mount}/../evil");
+    let mount_slash = format!("{mount}/");
+    let mount_dot = format!("{mount}/tenant-a/..");
+    let outside = "is not under the cgroup2 mount";
+    let root = "is the root cgroup";
+    let cases: Vec<(&str, &str)> = vec![
+        (&evil, outside),
+        (&climb, outside),
+        ("/tmp/evil", outside),
+        // Once re-rooted under the mount; now refused.
+        ("/tenant-a", outside),
+        ("../evil", "climbs out of the cgroup2 mount"),
+        ("tenant-a/../../evil", "climbs out of the cgroup2 mount"),
+        ("", "is empty"),
+        ("/", root),
+        (".", root),
+        ("tenant-a/..", root),
+        (&mount, root),
+        (&mount_slash, root),
+        (&mount_dot, root),
+    ];
+    for (path, want) in cases {
+        for create in [false, true] {
+            let mut args = vec!["bind", NQN_A, "2", "--cgroup", path];
+            if create {
+                args.push("--create");
+            }
+            let before = f.snapshot();
+            let (code, out, err) = f.run(&args);
+            assert_eq!(code, 1, "{args:?} succeeded: {out}");
+            assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+            assert!(err.starts_with("nvmet-cgroup: error: "), "{args:?}: {err}");
+            assert!(err.contains(want), "{args:?}: want {want:?} in {err}");
+            assert_eq!(f.snapshot(), before, "{args:?} changed the tree");
+        }
+    }
+    assert!(!f.p("evil").exists());
+    assert_eq!(f.cgroup_id(NQN_A, 2), 0);
+
+    // Relative to the mount, with harmless "." and "..".
+    f.ok(&["bind", NQN_A, "2", "--cgroup", "./noio/../tenant-a"]);
+    assert_eq!(f.cgroup_id(NQN_A, 2), f.ino("tenant-a"));
+    let abs = format!("{mount}/x/../tenants.slice/./tenants-b.slice");
+    f.ok(&["bind", NQN_A, "2", "--cgroup", &abs]);
+    assert_eq!(
+        f.cgroup_id(NQN_A, 2),
+        f.ino("tenants.slice/tenants-b.slice")
+    );
+}
+
+/// A bind that fails after it created cgroups and wrote +io undoes both.
+/// In a fixture the second of two new levels can't get +io: a fixture's
+/// mkdir makes no cgroup.subtree_control to write it to.
+#[test]
+fn failed_bind_removes_the_cgroups_it_created() {
+    let args = ["bind", NQN_A, "2", "--cgroup", "new/child", "--create"];
+    let check = |f: &common::Fixture| {
+        let (code, out, err) = f.run(&args);
+        assert_eq!(code, 1, "succeeded: {out}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("new/cgroup.subtree_control")
+                && err.contains("rolled back the cgroup directories created and the +io written"),
+            "{err}"
+        );
+        assert!(!f.cg("new").exists());
+        assert_eq!(f.cgroup_id(NQN_A, 2), 0);
+    };
+
+    // io already on at the root: only the directories to remove.
+    let f = Fixture::new();
+    f.ok(&["bind", NQN_A, "1", "--cgroup", "tenant-a"]);
+    let before = f.snapshot();
+    check(&f);
+    assert_eq!(f.snapshot(), before, "the tree changed");
+
+    // io off at the root: +io written there is taken back with -io (a
+    // fixture's file keeps both writes, the kernel's would read as before).
+    let f = Fixture::new();
+    let mut before = f.snapshot();
+    check(&f);
+    let subtree = std::path::PathBuf::from("cgroup/cgroup.subtree_control");
+    assert_eq!(before.get(&subtree).map(String::as_str), Some(""));
+    before.insert(subtree, "+io\n-io\n".into());
+    assert_eq!(f.snapshot(), before, "the tree changed");
 }
 
 /// The directories of acme-web.slice, top-down.
