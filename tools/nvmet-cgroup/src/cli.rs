@@ -125,7 +125,10 @@ pub enum Command {
     /// Record every bound namespace's cgroup and limits in FILE.
     ///
     /// Cgroups are recorded by path (relative to the cgroup root), devices by
-    /// /dev/disk/by-id/ link or /dev name; the file is replaced atomically.
+    /// /dev/disk/by-id/ link or /dev name; the file is replaced atomically,
+    /// and the file it replaces is kept as FILE.bak. A file with records is
+    /// not replaced by an empty configuration (no namespace bound) unless
+    /// --force is given.
     Save(SaveArgs),
     /// Apply a file written by save: create missing cgroups, write the
     /// limits, then the cgroup's current ID.
@@ -237,6 +240,9 @@ pub struct SaveArgs {
     /// The file to write.
     #[arg(default_value = DEFAULT_FILE)]
     pub file: PathBuf,
+    /// Replace a file with records even if no namespace is bound now.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

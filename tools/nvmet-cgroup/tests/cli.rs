@@ -545,6 +545,71 @@ fn save_then_restore_after_reboot() {
 }
 
 #[test]
+fn save_keeps_a_backup_and_wont_replace_records_with_nothing() {
+    let f = Fixture::new();
+    // No namespace bound (nsid 4 is bound in the fixture).
+    fs::write(f.ns(NQN_A, 4).join("cgroup_id"), "0\n").unwrap();
+    let file = f.p("etc/nvmet/cgroup.json");
+    let bak = f.p("etc/nvmet/cgroup.json.bak");
+    let arg = file.to_str().unwrap();
+    let records = |p: &std::path::Path| -> usize {
+        let v: serde_json::Value = serde_json::from_str(&fs::read_to_string(p).unwrap()).unwrap();
+        v["namespaces"].as_array().unwrap().len()
+    };
+
+    // A first save: nothing to keep.
+    let out = f.ok(&["save", arg]);
+    assert!(!out.contains(".bak"), "{out}");
+    assert!(!bak.exists());
+    assert_eq!(records(&file), 0);
+    // Empty over empty is fine; the old file is kept all the same.
+    let empty = fs::read_to_string(&file).unwrap();
+    let out = f.ok(&["save", arg]);
+    assert!(
+        out.contains(&format!("kept the previous file as {}", bak.display())),
+        "{out}"
+    );
+    assert_eq!(fs::read_to_string(&bak).unwrap(), empty);
+
+    f.ok(&["bind", NQN_A, "1", "--cgroup", "tenant-a"]);
+    f.ok(&["save", arg]);
+    assert_eq!(records(&file), 1);
+    assert_eq!(fs::read_to_string(&bak).unwrap(), empty);
+    let one = fs::read_to_string(&file).unwrap();
+
+    // Everything unbound: saving would lose the record.
+    f.ok(&["unbind", NQN_A, "1"]);
+    let before = f.snapshot();
+    let (code, out, err) = f.run(&["save", arg]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(
+        err,
+        format!(
+            "nvmet-cgroup: error: no namespace is bound to a cgroup: not replacing {arg} \
+             (1 namespace(s)) with an empty configuration (use --force to)\n"
+        )
+    );
+    assert_eq!(f.snapshot(), before, "the refused save changed something");
+
+    // --force: replaced, the record kept in the .bak.
+    f.ok(&["save", arg, "--force"]);
+    assert_eq!(records(&file), 0);
+    assert_eq!(fs::read_to_string(&bak).unwrap(), one);
+
+    // A file that is not a save file is not known to be empty.
+    fs::write(&file, "hand-written notes\n").unwrap();
+    let before = f.snapshot();
+    let (code, _, err) = f.run(&["save", arg]);
+    assert_eq!(code, 1);
+    assert!(err.contains("content that is not a save file"), "{err}");
+    assert_eq!(f.snapshot(), before);
+    f.ok(&["bind", NQN_A, "1", "--cgroup", "tenant-a"]);
+    f.ok(&["save", arg]);
+    assert_eq!(records(&file), 1);
+    assert_eq!(fs::read_to_string(&bak).unwrap(), "hand-written notes\n");
+}
+
+#[test]
 fn restore_reports_missing_namespace_and_continues() {
     let f = Fixture::new();
     let file = f.p("cg.json");
