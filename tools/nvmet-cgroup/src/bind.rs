@@ -104,6 +104,19 @@ pub fn swap(w: &dyn AttrWriter, ns: &Namespace, cur: &Current, new: u64) -> Resu
     Ok(true)
 }
 
+/// `err` after undoing `applied`, unless the failed change left the
+/// namespace naming the new cgroup (then the cgroup it names is kept).
+pub fn undo_unless_named(
+    applied: &cgroupfs::Applied,
+    ns: &Namespace,
+    err: anyhow::Error,
+) -> anyhow::Error {
+    match ns.cgroup_id() {
+        Ok(now) if now != applied.id => applied.undo_after(err),
+        _ => err,
+    }
+}
+
 const REENABLE_HINT: &str = "use --reenable to disable it, change it and enable it again";
 
 pub fn bind(
@@ -126,8 +139,9 @@ pub fn bind(
         None
     };
     let cur = precheck(roots, &ns, known, args.reenable, REENABLE_HINT)?;
-    let id = cgroupfs::apply(roots, &plan, systemd)?;
-    let changed = swap(w, &ns, &cur, id)?;
+    let applied = cgroupfs::apply(roots, &plan, systemd)?;
+    let id = applied.id;
+    let changed = swap(w, &ns, &cur, id).map_err(|e| undo_unless_named(&applied, &ns, e))?;
     let verb = if changed { "bound" } else { "already bound" };
     let _ = writeln!(
         out,
@@ -239,6 +253,11 @@ mod tests {
     /// bound to tenant-b, in a fixture tree whose configfs writes go
     /// through `w`.
     fn bind_enabled(w: &Refuse) -> Run {
+        bind_enabled_to(w, &["--cgroup", "tenant-a"])
+    }
+
+    /// The same with other target arguments.
+    fn bind_enabled_to(w: &Refuse, target: &[&str]) -> Run {
         let t = tempfile::tempdir().unwrap();
         let root = t.path();
         for cg in ["cgroup", "cgroup/tenant-a", "cgroup/tenant-b"] {
@@ -261,13 +280,9 @@ mod tests {
         let before = snapshot(root);
 
         let p = |d: &str| root.join(d).display().to_string();
-        let argv = [
-            "nvmet-cgroup",
-            "bind",
-            NQN,
-            "1",
-            "--cgroup",
-            "tenant-a",
+        let mut argv = vec!["nvmet-cgroup", "bind", NQN, "1"];
+        argv.extend_from_slice(target);
+        let roots = [
             "--reenable",
             "--configfs",
             &p("configfs"),
@@ -282,6 +297,7 @@ mod tests {
             "--rundir",
             &p("run"),
         ];
+        argv.extend_from_slice(&roots);
         let cli = Cli::try_parse_from(argv).unwrap();
         let Command::Bind(args) = &cli.command else {
             panic!("not a bind command: {cli:?}");
@@ -438,5 +454,40 @@ mod tests {
                 assert_eq!(snapshot(r.tree.path()), r.before, "{refuse:?}");
             }
         }
+    }
+
+    /// A bind that created its cgroup and then failed to change cgroup_id
+    /// removes the cgroup again, unless the namespace is left naming it.
+    #[test]
+    fn failed_swap_removes_the_created_cgroup() {
+        let target = ["--cgroup", "tenant-new", "--create"];
+        // cgroup_id refused: enabled again with the old ID; all undone.
+        let w = refusing(&[1]);
+        let r = bind_enabled_to(&w, &target);
+        let msg = format!("{:#}", r.res.as_ref().unwrap_err());
+        assert!(
+            msg.ends_with(
+                "it is enabled again with cgroup_id {old}; \
+                 rolled back the cgroup directories created and the +io written"
+                    .replace("{old}", &r.old.to_string())
+                    .as_str()
+            ),
+            "{msg}"
+        );
+        assert!(!r.tree.path().join("cgroup/tenant-new").exists());
+        assert_eq!(snapshot(r.tree.path()), r.before);
+
+        // The enable and putting back the old ID refused: the namespace
+        // names the new cgroup, which stays.
+        let w = refusing(&[2, 3]);
+        let r = bind_enabled_to(&w, &target);
+        let msg = format!("{:#}", r.res.as_ref().unwrap_err());
+        assert!(!msg.contains("rolled back"), "{msg}");
+        let dir = r.tree.path().join("cgroup/tenant-new");
+        assert!(dir.is_dir());
+        assert_eq!(
+            fs::read_to_string(r.ns.join("cgroup_id")).unwrap(),
+            format!("{}\n", cgroupfs::id_of(&dir).unwrap())
+        );
     }
 }

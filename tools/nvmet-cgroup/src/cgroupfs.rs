@@ -21,23 +21,73 @@ pub enum Target {
     Slice(String),
 }
 
-/// Normalise a `--cgroup` argument to a path relative to the cgroup root:
-/// `tenant-a`, `/tenant-a` and `CGROUPFS/tenant-a` all name the same cgroup.
-pub fn normalize_path(roots: &Roots, arg: &str) -> Result<String> {
-    let p = Path::new(arg);
-    let rel = p.strip_prefix(&roots.cgroupfs).unwrap_or(p);
+/// The components of `p` with `.` and `..` resolved lexically (`..` at the
+/// top stays at the top, as for `/..`); `None` if a component is not UTF-8.
+fn lexical(p: &Path) -> Option<Vec<&str>> {
     let mut parts = Vec::new();
-    for c in rel.components() {
+    for c in p.components() {
         match c {
-            Component::RootDir => {}
-            Component::Normal(s) => match s.to_str() {
-                Some(s) => parts.push(s),
-                None => bail!("cgroup path \"{arg}\" is not valid UTF-8"),
-            },
-            Component::CurDir | Component::ParentDir | Component::Prefix(_) => {
-                bail!("cgroup path \"{arg}\" must not contain \".\" or \"..\"")
+            Component::Normal(s) => parts.push(s.to_str()?),
+            Component::ParentDir => {
+                parts.pop();
+            }
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    Some(parts)
+}
+
+/// Normalise a `--cgroup` argument to a path relative to the cgroup2 mount:
+/// `tenant-a`, `./tenant-a` and `MOUNT/tenant-a` all name the same cgroup.
+/// An absolute path must lie under the mount, a relative one is relative to
+/// it, `..` may not climb out of it, and the root cgroup itself (``, `.`,
+/// `/`, the mount) is refused: nothing can be bound to it.
+pub fn normalize_path(roots: &Roots, arg: &str) -> Result<String> {
+    let mount = roots.cgroupfs.display();
+    if arg.is_empty() {
+        bail!("the cgroup path is empty: name a cgroup below the cgroup2 mount {mount}");
+    }
+    let p = Path::new(arg);
+    let utf8 = || anyhow::anyhow!("cgroup path \"{arg}\" is not valid UTF-8");
+    // "/" as the cgroup root, as cgroup paths are shown (/proc/PID/cgroup).
+    let parts: Vec<&str> = if p.components().all(|c| c == Component::RootDir) {
+        Vec::new()
+    } else if p.is_absolute() {
+        let abs = lexical(p).ok_or_else(utf8)?;
+        let top = lexical(&roots.cgroupfs).ok_or_else(|| {
+            anyhow::anyhow!("the cgroup2 mount {mount} is not a valid UTF-8 path")
+        })?;
+        match abs.strip_prefix(top.as_slice()) {
+            Some(rest) => rest.to_vec(),
+            None => bail!(
+                "cgroup path \"{arg}\" is not under the cgroup2 mount {mount} \
+                 (give a path relative to it, or an absolute one below it)"
+            ),
+        }
+    } else {
+        let mut parts = Vec::new();
+        for c in p.components() {
+            match c {
+                Component::Normal(s) => parts.push(s.to_str().ok_or_else(utf8)?),
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    if parts.pop().is_none() {
+                        bail!(
+                            "cgroup path \"{arg}\" climbs out of the cgroup2 mount {mount} \
+                             (a \"..\" above it)"
+                        );
+                    }
+                }
+                Component::RootDir | Component::Prefix(_) => unreachable!("a relative path"),
             }
         }
+        parts
+    };
+    if parts.is_empty() {
+        bail!(
+            "cgroup path \"{arg}\" is the root cgroup ({mount}): \
+             name a cgroup below it"
+        );
     }
     Ok(parts.join("/"))
 }
@@ -263,9 +313,98 @@ pub fn plan(roots: &Roots, target: &Target, create: bool) -> Result<Plan> {
     })
 }
 
-/// Carry out a plan; returns the cgroup's ID.  A slice on a systemd host is
-/// made by systemd; otherwise the directories are created here.
-pub fn apply(roots: &Roots, plan: &Plan, systemd: &dyn Systemd) -> Result<u64> {
+/// One change [`apply`] made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    /// A directory it created (not one systemd created).
+    Created(PathBuf),
+    /// A directory whose `cgroup.subtree_control` it wrote `+io` to.
+    EnabledIo(PathBuf),
+}
+
+/// What [`apply`] did: the cgroup's ID and the changes, in order, so that a
+/// step failing later can put the tree back with [`Applied::undo_after`].
+#[derive(Debug)]
+#[must_use = "undo_after the error of a later step"]
+pub struct Applied {
+    pub id: u64,
+    steps: Vec<Step>,
+}
+
+impl Applied {
+    /// Undo every step in reverse order: `-io` where `+io` was written (not
+    /// in directories about to be removed), then the created directories,
+    /// bottom-up.  Returns what could not be undone.
+    fn undo(&self) -> Vec<String> {
+        let created: Vec<&PathBuf> = self
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Created(d) => Some(d),
+                Step::EnabledIo(_) => None,
+            })
+            .collect();
+        let mut failed = Vec::new();
+        for s in self.steps.iter().rev() {
+            let res = match s {
+                Step::EnabledIo(d) if created.contains(&d) => continue,
+                Step::EnabledIo(d) => {
+                    sysio::write_control(&d.join("cgroup.subtree_control"), "-io")
+                }
+                Step::Created(d) => {
+                    fs::remove_dir(d).with_context(|| format!("removing {}", d.display()))
+                }
+            };
+            if let Err(e) = res {
+                failed.push(format!("{e:#}"));
+            }
+        }
+        failed
+    }
+
+    /// `err`, a later step's failure, after undoing what was applied; the
+    /// message says what was undone or what could not be.
+    pub fn undo_after(&self, err: anyhow::Error) -> anyhow::Error {
+        if self.steps.is_empty() {
+            return err;
+        }
+        let failed = self.undo();
+        if failed.is_empty() {
+            anyhow::anyhow!(
+                "{err:#}; rolled back the cgroup directories created and the +io written"
+            )
+        } else {
+            anyhow::anyhow!(
+                "{err:#}; rolling back the cgroup changes failed too: {}",
+                failed.join("; ")
+            )
+        }
+    }
+}
+
+/// Carry out a plan; returns the cgroup's ID and what changed.  A slice on a
+/// systemd host is made by systemd; otherwise the directories are created
+/// here.  If a step fails, the ones before it are undone.
+pub fn apply(roots: &Roots, plan: &Plan, systemd: &dyn Systemd) -> Result<Applied> {
+    let mut done = Applied {
+        id: 0,
+        steps: Vec::new(),
+    };
+    match apply_steps(roots, plan, systemd, &mut done) {
+        Ok(id) => {
+            done.id = id;
+            Ok(done)
+        }
+        Err(e) => Err(done.undo_after(e)),
+    }
+}
+
+fn apply_steps(
+    roots: &Roots,
+    plan: &Plan,
+    systemd: &dyn Systemd,
+    done: &mut Applied,
+) -> Result<u64> {
     if !plan.create.is_empty() {
         match &plan.slice {
             Some(name) if roots.systemd_booted() => {
@@ -278,6 +417,7 @@ pub fn apply(roots: &Roots, plan: &Plan, systemd: &dyn Systemd) -> Result<u64> {
             _ => {
                 for d in &plan.create {
                     fs::create_dir(d).with_context(|| format!("creating {}", d.display()))?;
+                    done.steps.push(Step::Created(d.clone()));
                 }
             }
         }
@@ -285,6 +425,7 @@ pub fn apply(roots: &Roots, plan: &Plan, systemd: &dyn Systemd) -> Result<u64> {
     for d in &plan.enable_io {
         if !io_enabled_below(d).unwrap_or(false) {
             sysio::write_control(&d.join("cgroup.subtree_control"), "+io")?;
+            done.steps.push(Step::EnabledIo(d.clone()));
         }
     }
     id_of(&plan.dir(roots))
@@ -381,14 +522,43 @@ mod tests {
         let roots = Roots::default();
         let cases = [
             ("tenant-a", Some("tenant-a")),
-            ("/tenant-a/", Some("tenant-a")),
+            ("tenant-a/", Some("tenant-a")),
+            ("./tenant-a", Some("tenant-a")),
+            ("t/./a", Some("t/a")),
+            ("a/../b", Some("b")),
             ("/sys/fs/cgroup/t/a", Some("t/a")),
-            ("/", Some("")),
-            ("a/../b", None),
-            ("./a", None),
+            ("/sys/fs/cgroup/t/a/", Some("t/a")),
+            ("/sys/fs/cgroup//t", Some("t")),
+            ("/sys/fs/cgroup/x/../y", Some("y")),
+            ("/sys/fs/cgroup/../cgroup/z", Some("z")),
+            // Outside the mount.
+            ("/tmp/evil", None),
+            ("/tenant-a", None),
+            ("/sys/fs/cgroupx/a", None),
+            ("/sys/fs/cgroup/../../../tmp", None),
+            ("/sys/fs/cgroup/x/../..", None),
+            ("..", None),
+            ("../etc", None),
+            ("a/../../etc", None),
+            // The root cgroup.
+            ("", None),
+            ("/", None),
+            (".", None),
+            ("./", None),
+            ("a/..", None),
+            ("/sys/fs/cgroup", None),
+            ("/sys/fs/cgroup/", None),
+            ("/sys/fs/cgroup/.", None),
         ];
         for (arg, want) in cases {
             assert_eq!(normalize_path(&roots, arg).ok().as_deref(), want, "{arg}");
+        }
+        let msg = |arg: &str| format!("{:#}", normalize_path(&roots, arg).unwrap_err());
+        assert!(msg("/tmp/evil").contains("is not under the cgroup2 mount /sys/fs/cgroup"));
+        assert!(msg("../etc").contains("climbs out of the cgroup2 mount"));
+        assert!(msg("").contains("is empty"));
+        for root in ["/", ".", "/sys/fs/cgroup"] {
+            assert!(msg(root).contains("is the root cgroup"), "{root}");
         }
     }
 
@@ -431,7 +601,7 @@ mod tests {
         assert_eq!(fake.calls.borrow().as_slice(), ["t-a.slice".to_string()]);
         assert!(res.is_err(), "t.slice has no subtree_control in the fake");
         fs::write(cg.join("t.slice/cgroup.subtree_control"), "io\n")?;
-        let id = apply(&roots, &p, &fake)?;
+        let id = apply(&roots, &p, &fake)?.id;
         assert_eq!(id, id_of(&cg.join("t.slice/t-a.slice"))?);
         assert!(io_enabled_below(&cg)?);
         Ok(())

@@ -19,7 +19,10 @@ writes the cgroup's ID to the namespace's configfs attribute cgroup_id (the I/O 
 namespace is then charged to that cgroup; the nvmet_cgroup module must be loaded to enable \
 it), `limit` writes io.max, io.weight and io.latency for the disks behind the namespace, \
 `save` and `restore` keep the bindings and limits across reboots (cgroup IDs are not stable, \
-so cgroups are recorded by path and devices by /dev path). Runs as root."
+so cgroups are recorded by path and devices by /dev path). Runs as root.\n\nRates given \
+to `limit` take K, M, G and T suffixes to the base of 1000, for bytes and IOPS alike, as \
+systemd.resource-control(5) parses IOReadBandwidthMax= and IOReadIOPSMax= (20K is 20000, \
+100M is 100000000); only whole numbers; `infinity` or `max` removes a limit."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -102,7 +105,8 @@ pub enum Command {
     /// Charge a namespace's I/O to a cgroup (writes the cgroup's ID to cgroup_id).
     ///
     /// Every cgroup above it gets +io in cgroup.subtree_control. An enabled
-    /// namespace is refused unless --reenable is given.
+    /// namespace is refused unless --reenable is given. If a step fails, the
+    /// cgroups it created and the +io it wrote are taken back.
     Bind(BindArgs),
     /// Stop charging a namespace's I/O to a cgroup (writes 0 to cgroup_id).
     Unbind(UnbindArgs),
@@ -111,16 +115,20 @@ pub enum Command {
     ///
     /// The disks are found from device_path through partitions (their whole
     /// disk), dm and md (their slaves) and loop devices (their backing file's
-    /// filesystem device). Sizes take K, M, G, T suffixes, all powers of 1024
-    /// (as systemd's IO*Max= settings), for bytes and for IOPS alike; only
-    /// whole numbers; "max" removes a limit.
+    /// filesystem device). Rates take K, M, G, T suffixes to the base of
+    /// 1000 (20K is 20000, 1G is 1000000000), for bytes and for IOPS alike,
+    /// as systemd's IOReadBandwidthMax= and IOReadIOPSMax= parse them; only
+    /// whole numbers; "infinity" or "max" removes a limit or target.
     Limit(LimitArgs),
     /// Show namespaces, their cgroups, devices, limits and io.stat counters.
     Status(StatusArgs),
     /// Record every bound namespace's cgroup and limits in FILE.
     ///
     /// Cgroups are recorded by path (relative to the cgroup root), devices by
-    /// /dev/disk/by-id/ link or /dev name; the file is replaced atomically.
+    /// /dev/disk/by-id/ link or /dev name; the file is replaced atomically,
+    /// and the file it replaces is kept as FILE.bak. A file with records is
+    /// not replaced by an empty configuration (no namespace bound) unless
+    /// --force is given.
     Save(SaveArgs),
     /// Apply a file written by save: create missing cgroups, write the
     /// limits, then the cgroup's current ID.
@@ -147,7 +155,9 @@ pub struct NsArgs {
 #[derive(Debug, Args)]
 #[group(required = true, multiple = false)]
 pub struct TargetArgs {
-    /// The cgroup, relative to the cgroup root (e.g. tenant-a).
+    /// The cgroup: a path relative to the cgroup2 mount (e.g. tenant-a) or
+    /// an absolute path below it (/sys/fs/cgroup/tenant-a); paths outside
+    /// the mount and the root cgroup itself are refused.
     #[arg(long, value_name = "PATH")]
     pub cgroup: Option<String>,
     /// A systemd slice (a-b.slice is a.slice/a-b.slice); created through
@@ -186,22 +196,27 @@ pub struct UnbindArgs {
 pub struct LimitArgs {
     #[command(flatten)]
     pub ns: NsArgs,
-    /// Read I/Os per second (io.max riops): N, NK, NM, NG (x1024) or max.
+    /// Read I/Os per second (io.max riops): N, NK, NM, NG (base 1000),
+    /// or infinity or max (no limit).
     #[arg(long, value_name = "V", allow_hyphen_values = true, value_parser = limits::parse_iops)]
     pub riops: Option<Limit>,
-    /// Write I/Os per second (io.max wiops): N, NK, NM, NG (x1024) or max.
+    /// Write I/Os per second (io.max wiops): N, NK, NM, NG (base 1000),
+    /// or infinity or max (no limit).
     #[arg(long, value_name = "V", allow_hyphen_values = true, value_parser = limits::parse_iops)]
     pub wiops: Option<Limit>,
-    /// Read bytes per second (io.max rbps): N, NK, NM, NG, NT (x1024) or max.
+    /// Read bytes per second (io.max rbps): N, NK, NM, NG, NT (base 1000),
+    /// or infinity or max (no limit).
     #[arg(long, value_name = "V", allow_hyphen_values = true, value_parser = limits::parse_bytes)]
     pub rbps: Option<Limit>,
-    /// Write bytes per second (io.max wbps): N, NK, NM, NG, NT (x1024) or max.
+    /// Write bytes per second (io.max wbps): N, NK, NM, NG, NT (base 1000),
+    /// or infinity or max (no limit).
     #[arg(long, value_name = "V", allow_hyphen_values = true, value_parser = limits::parse_bytes)]
     pub wbps: Option<Limit>,
     /// Device weight (io.weight "MAJ:MIN N"), 1 to 10000, or default.
     #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = limits::parse_weight)]
     pub weight: Option<Weight>,
-    /// io.latency target with a unit: Nus, Nms, Ns, or max.
+    /// io.latency target with a unit: Nus, Nms, Ns, or infinity or max (no
+    /// target).
     #[arg(long, value_name = "T", allow_hyphen_values = true, value_parser = limits::parse_latency)]
     pub latency: Option<Latency>,
 }
@@ -225,6 +240,9 @@ pub struct SaveArgs {
     /// The file to write.
     #[arg(default_value = DEFAULT_FILE)]
     pub file: PathBuf,
+    /// Replace a file with records even if no namespace is bound now.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

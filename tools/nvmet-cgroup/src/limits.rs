@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Limit values (`10K`, `20M`, `max`, `5ms`) and the cgroup io files:
+//! Limit values (`10K`, `20M`, `infinity`, `max`, `5ms`) and the cgroup io files:
 //! parsing `io.max`, `io.weight`, `io.latency`, `io.stat` and formatting the
 //! lines written to them.
 
@@ -9,7 +9,8 @@ use serde::Serialize;
 
 use crate::device::DevT;
 
-/// An io.max limit: a number or `max` (no limit).
+/// An io.max limit: a number or `max` (no limit; `infinity` or `max` on the
+/// command line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Limit {
     Max,
@@ -44,12 +45,18 @@ fn digits(s: &str) -> Result<u64, String> {
     s.parse::<u64>().map_err(|_| format!("{s} is too large"))
 }
 
-/// `N`, `NK`, `NM`, `NG`, `NT` (powers of 1024, as systemd's IOReadIOPSMax=
-/// and IOReadBandwidthMax= take them) or `max`.  Fractions, signs,
-/// lower-case and other suffixes are rejected; 0 is rejected (the kernel
-/// refuses it; `max` removes a limit).
+/// The words for "no limit": systemd's `infinity` and the kernel's `max`.
+fn is_unlimited(s: &str) -> bool {
+    s == "infinity" || s == "max"
+}
+
+/// `N`, `NK`, `NM`, `NG`, `NT` (base 1000, as systemd.resource-control(5)
+/// parses IOReadBandwidthMax= and IOReadIOPSMax=: 20K is 20000), or
+/// `infinity` or `max` (no limit).  Fractions, signs, lower-case and other
+/// suffixes are rejected; 0 is rejected (the kernel refuses it; `infinity`
+/// removes a limit).
 fn parse_scaled(s: &str, cap: u64) -> Result<Limit, String> {
-    if s == "max" {
+    if is_unlimited(s) {
         return Ok(Limit::Max);
     }
     if s.contains('.') || s.contains(',') {
@@ -60,10 +67,10 @@ fn parse_scaled(s: &str, cap: u64) -> Result<Limit, String> {
     let (num, mult) = match s.char_indices().last() {
         Some((i, c)) if c.is_ascii_alphabetic() => {
             let m: u64 = match c {
-                'K' => 1 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                'T' => 1 << 40,
+                'K' => 1_000,
+                'M' => 1_000_000,
+                'G' => 1_000_000_000,
+                'T' => 1_000_000_000_000,
                 _ => return Err(format!("\"{s}\": unknown suffix '{c}' (use K, M, G or T)")),
             };
             (&s[..i], m)
@@ -77,7 +84,7 @@ fn parse_scaled(s: &str, cap: u64) -> Result<Limit, String> {
         .ok_or_else(|| format!("\"{s}\" is too large (at most {cap})"))?;
     if v == 0 {
         return Err(format!(
-            "\"{s}\": must be at least 1 (use max to remove the limit)"
+            "\"{s}\": must be at least 1 (use infinity or max to remove the limit)"
         ));
     }
     Ok(Limit::Value(v))
@@ -108,9 +115,10 @@ pub fn parse_weight(s: &str) -> Result<Weight, String> {
     Ok(Weight::Value(n as u32))
 }
 
-/// `Nus`, `Nms`, `Ns` or `max`; a unit is required.
+/// `Nus`, `Nms`, `Ns`, or `infinity` or `max` (no target); a unit is
+/// required.
 pub fn parse_latency(s: &str) -> Result<Latency, String> {
-    if s == "max" {
+    if is_unlimited(s) {
         return Ok(Latency::Max);
     }
     let (num, mult) = if let Some(n) = s.strip_suffix("us") {
@@ -121,7 +129,7 @@ pub fn parse_latency(s: &str) -> Result<Latency, String> {
         (n, 1_000_000)
     } else {
         return Err(format!(
-            "\"{s}\": give a unit: us, ms or s (e.g. 5ms), or max"
+            "\"{s}\": give a unit: us, ms or s (e.g. 5ms), or infinity or max"
         ));
     };
     let n = digits(num).map_err(|e| format!("\"{s}\": {e}"))?;
@@ -130,7 +138,7 @@ pub fn parse_latency(s: &str) -> Result<Latency, String> {
         .ok_or_else(|| format!("\"{s}\" is too large"))?;
     if v == 0 {
         return Err(format!(
-            "\"{s}\": must be at least 1us (use max to remove the target)"
+            "\"{s}\": must be at least 1us (use infinity or max to remove the target)"
         ));
     }
     Ok(Latency::Usec(v))
@@ -382,36 +390,71 @@ mod tests {
         minor: 16,
     };
 
+    /// systemd.resource-control(5): K, M, G and T are "to the base of
+    /// 1000" for IOReadBandwidthMax= and IOReadIOPSMax= alike, and
+    /// "infinity" is no limit.
     #[test]
     fn scaled_values() {
         let cases: &[(&str, Result<Limit, ()>)] = &[
             ("1", Ok(Limit::Value(1))),
             ("1000", Ok(Limit::Value(1000))),
-            ("10K", Ok(Limit::Value(10 * 1024))),
-            ("20M", Ok(Limit::Value(20 << 20))),
-            ("3G", Ok(Limit::Value(3 << 30))),
-            ("2T", Ok(Limit::Value(2 << 40))),
+            ("1024", Ok(Limit::Value(1024))),
+            ("1K", Ok(Limit::Value(1_000))),
+            ("20K", Ok(Limit::Value(20_000))),
+            ("10K", Ok(Limit::Value(10_000))),
+            ("20M", Ok(Limit::Value(20_000_000))),
+            ("100M", Ok(Limit::Value(100_000_000))),
+            ("1G", Ok(Limit::Value(1_000_000_000))),
+            ("3G", Ok(Limit::Value(3_000_000_000))),
+            ("5T", Ok(Limit::Value(5_000_000_000_000))),
+            ("18446744T", Ok(Limit::Value(18_446_744_000_000_000_000))),
+            ("infinity", Ok(Limit::Max)),
             ("max", Ok(Limit::Max)),
             ("0", Err(())),
+            ("0K", Err(())),
             ("", Err(())),
             ("K", Err(())),
             ("-1", Err(())),
             ("+1", Err(())),
+            ("1.5K", Err(())),
             ("1.5M", Err(())),
+            ("1,5K", Err(())),
+            ("10X", Err(())),
             ("10k", Err(())),
             ("10KB", Err(())),
+            ("10Ki", Err(())),
             ("10P", Err(())),
             (" 10", Err(())),
+            ("10 ", Err(())),
             ("MAX", Err(())),
+            ("Infinity", Err(())),
+            ("inf", Err(())),
             ("junk", Err(())),
             ("99999999999999999999", Err(())),
-            ("16777216T", Err(())),
+            ("18446745T", Err(())),
         ];
         for (s, want) in cases {
             assert_eq!(parse_bytes(s).map_err(|_| ()), *want, "{s:?}");
         }
-        assert_eq!(parse_iops("4G").map_err(|_| ()), Err(()));
-        assert_eq!(parse_iops("1M"), Ok(Limit::Value(1 << 20)));
+        let iops: &[(&str, Result<Limit, ()>)] = &[
+            ("1K", Ok(Limit::Value(1_000))),
+            ("20K", Ok(Limit::Value(20_000))),
+            ("1M", Ok(Limit::Value(1_000_000))),
+            ("4G", Ok(Limit::Value(4_000_000_000))),
+            ("4294967294", Ok(Limit::Value(4_294_967_294))),
+            ("infinity", Ok(Limit::Max)),
+            ("max", Ok(Limit::Max)),
+            ("4294967295", Err(())),
+            ("5G", Err(())),
+            ("1T", Err(())),
+            ("1.5K", Err(())),
+            ("-1", Err(())),
+            ("10X", Err(())),
+            ("", Err(())),
+        ];
+        for (s, want) in iops {
+            assert_eq!(parse_iops(s).map_err(|_| ()), *want, "{s:?}");
+        }
     }
 
     #[test]
@@ -421,6 +464,7 @@ mod tests {
             ("5ms", Ok(Latency::Usec(5000))),
             ("2s", Ok(Latency::Usec(2_000_000))),
             ("max", Ok(Latency::Max)),
+            ("infinity", Ok(Latency::Max)),
             ("5", Err(())),
             ("0ms", Err(())),
             ("ms", Err(())),

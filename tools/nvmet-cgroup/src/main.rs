@@ -53,7 +53,7 @@ fn run(cli: &Cli, out: &mut Vec<u8>) -> Result<()> {
         Command::Unbind(a) => bind::unbind(&roots, &attrs, a, &mut text),
         Command::Limit(a) => apply::limit(&roots, lookup.as_ref(), a, &mut text),
         Command::Status(a) => status::status(&roots, lookup.as_ref(), a, &mut text),
-        Command::Save(a) => save::save(&roots, lookup.as_ref(), &a.file, &mut text),
+        Command::Save(a) => save::save(&roots, lookup.as_ref(), &a.file, a.force, &mut text),
         Command::Restore(a) => restore::restore(
             &roots,
             lookup.as_ref(),

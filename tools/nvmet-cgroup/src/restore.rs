@@ -49,17 +49,21 @@ fn one(
     };
     let cur = bind::precheck(roots, &ns, known, reenable, HINT)?;
 
-    let id = cgroupfs::apply(roots, &plan, systemd)?;
-    let mut written = 0;
-    for (dev, c) in &wanted {
-        let rest = c.minus(&apply::read_limits(&dir, *dev)?);
-        if rest.is_empty() {
-            continue;
+    let applied = cgroupfs::apply(roots, &plan, systemd)?;
+    let id = applied.id;
+    let write_all = || -> Result<(usize, bool)> {
+        let mut written = 0;
+        for (dev, c) in &wanted {
+            let rest = c.minus(&apply::read_limits(&dir, *dev)?);
+            if rest.is_empty() {
+                continue;
+            }
+            apply::check_files(&dir, &rest)?;
+            written += apply::write_change(&dir, *dev, &rest)?.len();
         }
-        apply::check_files(&dir, &rest)?;
-        written += apply::write_change(&dir, *dev, &rest)?.len();
-    }
-    let changed = bind::swap(w, &ns, &cur, id)?;
+        Ok((written, bind::swap(w, &ns, &cur, id)?))
+    };
+    let (written, changed) = write_all().map_err(|e| bind::undo_unless_named(&applied, &ns, e))?;
     let what = match (changed, written) {
         (false, 0) => "unchanged".to_string(),
         (true, n) => format!("cgroup_id set, {n} limit line(s) written"),

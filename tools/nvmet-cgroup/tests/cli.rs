@@ -29,8 +29,10 @@ fn bind_writes_inode_and_enables_io_top_down() {
         ""
     );
 
-    // Already enabled above: no second +io; --cgroup takes a path.
-    f.ok(&["bind", NQN_A, "2", "--cgroup", "/tenant-a"]);
+    // Already enabled above: no second +io; --cgroup takes an absolute
+    // path under the mount.
+    let abs = f.cg("tenant-a").display().to_string();
+    f.ok(&["bind", NQN_A, "2", "--cgroup", &abs]);
     assert_eq!(f.cgroup_id(NQN_A, 2), f.ino("tenant-a"));
     assert_eq!(f.read("cgroup/cgroup.subtree_control"), "+io\n");
 
@@ -44,6 +46,99 @@ fn bind_writes_inode_and_enables_io_top_down() {
     assert!(out.contains("already bound"), "{out}");
     f.ok(&["unbind", NQN_A, "2"]);
     assert_eq!(f.cgroup_id(NQN_A, 2), 0);
+}
+
+#[test]
+fn cgroup_paths_outside_the_mount_or_the_root_are_refused() {
+    let f = Fixture::new();
+    let mount = f.cg("").display().to_string();
+    let mount = mount.trim_end_matches('/').to_string();
+    let evil = f.p("evil").display().to_string();
+    let climb = format!("{mount}/../evil");
+    let mount_slash = format!("{mount}/");
+    let mount_dot = format!("{mount}/tenant-a/..");
+    let outside = "is not under the cgroup2 mount";
+    let root = "is the root cgroup";
+    let cases: Vec<(&str, &str)> = vec![
+        (&evil, outside),
+        (&climb, outside),
+        ("/tmp/evil", outside),
+        // Once re-rooted under the mount; now refused.
+        ("/tenant-a", outside),
+        ("../evil", "climbs out of the cgroup2 mount"),
+        ("tenant-a/../../evil", "climbs out of the cgroup2 mount"),
+        ("", "is empty"),
+        ("/", root),
+        (".", root),
+        ("tenant-a/..", root),
+        (&mount, root),
+        (&mount_slash, root),
+        (&mount_dot, root),
+    ];
+    for (path, want) in cases {
+        for create in [false, true] {
+            let mut args = vec!["bind", NQN_A, "2", "--cgroup", path];
+            if create {
+                args.push("--create");
+            }
+            let before = f.snapshot();
+            let (code, out, err) = f.run(&args);
+            assert_eq!(code, 1, "{args:?} succeeded: {out}");
+            assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+            assert!(err.starts_with("nvmet-cgroup: error: "), "{args:?}: {err}");
+            assert!(err.contains(want), "{args:?}: want {want:?} in {err}");
+            assert_eq!(f.snapshot(), before, "{args:?} changed the tree");
+        }
+    }
+    assert!(!f.p("evil").exists());
+    assert_eq!(f.cgroup_id(NQN_A, 2), 0);
+
+    // Relative to the mount, with harmless "." and "..".
+    f.ok(&["bind", NQN_A, "2", "--cgroup", "./noio/../tenant-a"]);
+    assert_eq!(f.cgroup_id(NQN_A, 2), f.ino("tenant-a"));
+    let abs = format!("{mount}/x/../tenants.slice/./tenants-b.slice");
+    f.ok(&["bind", NQN_A, "2", "--cgroup", &abs]);
+    assert_eq!(
+        f.cgroup_id(NQN_A, 2),
+        f.ino("tenants.slice/tenants-b.slice")
+    );
+}
+
+/// A bind that fails after it created cgroups and wrote +io undoes both.
+/// In a fixture the second of two new levels can't get +io: a fixture's
+/// mkdir makes no cgroup.subtree_control to write it to.
+#[test]
+fn failed_bind_removes_the_cgroups_it_created() {
+    let args = ["bind", NQN_A, "2", "--cgroup", "new/child", "--create"];
+    let check = |f: &common::Fixture| {
+        let (code, out, err) = f.run(&args);
+        assert_eq!(code, 1, "succeeded: {out}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("new/cgroup.subtree_control")
+                && err.contains("rolled back the cgroup directories created and the +io written"),
+            "{err}"
+        );
+        assert!(!f.cg("new").exists());
+        assert_eq!(f.cgroup_id(NQN_A, 2), 0);
+    };
+
+    // io already on at the root: only the directories to remove.
+    let f = Fixture::new();
+    f.ok(&["bind", NQN_A, "1", "--cgroup", "tenant-a"]);
+    let before = f.snapshot();
+    check(&f);
+    assert_eq!(f.snapshot(), before, "the tree changed");
+
+    // io off at the root: +io written there is taken back with -io (a
+    // fixture's file keeps both writes, the kernel's would read as before).
+    let f = Fixture::new();
+    let mut before = f.snapshot();
+    check(&f);
+    let subtree = std::path::PathBuf::from("cgroup/cgroup.subtree_control");
+    assert_eq!(before.get(&subtree).map(String::as_str), Some(""));
+    before.insert(subtree, "+io\n-io\n".into());
+    assert_eq!(f.snapshot(), before, "the tree changed");
 }
 
 /// The directories of acme-web.slice, top-down.
@@ -200,7 +295,7 @@ fn limit_partition_goes_to_whole_disk() {
     assert!(out.contains("8:16 (sdb)"), "{out}");
     assert_eq!(
         f.read("cgroup/tenant-a/io.max"),
-        "8:16 wbps=20971520 riops=1024\n"
+        "8:16 wbps=20000000 riops=1000\n"
     );
     assert_eq!(last_line(&f.read("cgroup/tenant-a/io.weight")), "8:16 300");
     assert_eq!(f.read("cgroup/tenant-a/io.latency"), "8:16 target=5000\n");
@@ -208,6 +303,12 @@ fn limit_partition_goes_to_whole_disk() {
     assert_eq!(
         last_line(&f.read("cgroup/tenant-a/io.max")),
         "8:16 riops=max"
+    );
+    // systemd's word for no limit clears one too.
+    f.ok(&["limit", NQN_A, "1", "--wbps", "infinity"]);
+    assert_eq!(
+        last_line(&f.read("cgroup/tenant-a/io.max")),
+        "8:16 wbps=max"
     );
 }
 
@@ -227,7 +328,7 @@ fn latency_on_a_kernel_without_io_latency_is_refused_clearly() {
     );
     assert_eq!(f.snapshot(), before, "nothing may be written");
     f.ok(&["limit", NQN_A, "1", "--riops", "1K"]);
-    assert_eq!(f.read("cgroup/tenant-a/io.max"), "8:16 riops=1024\n");
+    assert_eq!(f.read("cgroup/tenant-a/io.max"), "8:16 riops=1000\n");
 }
 
 #[test]
@@ -238,7 +339,7 @@ fn limit_dm_goes_to_both_disks() {
     assert!(out.contains("253:0"), "{out}");
     assert_eq!(
         f.read("cgroup/tenant-a/io.max"),
-        "8:32 rbps=1073741824\n8:48 rbps=1073741824\n"
+        "8:32 rbps=1000000000\n8:48 rbps=1000000000\n"
     );
 }
 
@@ -376,7 +477,7 @@ fn save_then_restore_after_reboot() {
         recs[0]["devices"][0]["path"],
         "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4"
     );
-    assert_eq!(recs[0]["devices"][0]["riops"], 1024);
+    assert_eq!(recs[0]["devices"][0]["riops"], 1000);
     assert_eq!(recs[0]["devices"][0]["latency_us"], 2000);
     assert_eq!(recs[1]["cgroup"], "tenants.slice/tenants-b.slice");
     assert_eq!(recs[1]["slice"], "tenants-b.slice");
@@ -420,7 +521,7 @@ fn save_then_restore_after_reboot() {
     assert_eq!(f.read("cgroup/cgroup.subtree_control"), "+io\n");
     assert_eq!(
         f.read("cgroup/tenant-a/io.max"),
-        format!("{} riops=1024\n", d(BOOT2.sdb))
+        format!("{} riops=1000\n", d(BOOT2.sdb))
     );
     assert_eq!(
         f.read("cgroup/tenant-a/io.latency"),
@@ -429,7 +530,7 @@ fn save_then_restore_after_reboot() {
     assert_eq!(
         f.read("cgroup/tenants.slice/tenants-b.slice/io.max"),
         format!(
-            "{} wbps=10485760\n{} wbps=10485760\n",
+            "{} wbps=10000000\n{} wbps=10000000\n",
             d(BOOT2.sdc),
             d(BOOT2.sdd)
         )
@@ -441,6 +542,71 @@ fn save_then_restore_after_reboot() {
     assert_eq!(out.matches("unchanged").count(), 3, "{out}");
     assert_eq!(f.snapshot(), before);
     let _ = BOOT1;
+}
+
+#[test]
+fn save_keeps_a_backup_and_wont_replace_records_with_nothing() {
+    let f = Fixture::new();
+    // No namespace bound (nsid 4 is bound in the fixture).
+    fs::write(f.ns(NQN_A, 4).join("cgroup_id"), "0\n").unwrap();
+    let file = f.p("etc/nvmet/cgroup.json");
+    let bak = f.p("etc/nvmet/cgroup.json.bak");
+    let arg = file.to_str().unwrap();
+    let records = |p: &std::path::Path| -> usize {
+        let v: serde_json::Value = serde_json::from_str(&fs::read_to_string(p).unwrap()).unwrap();
+        v["namespaces"].as_array().unwrap().len()
+    };
+
+    // A first save: nothing to keep.
+    let out = f.ok(&["save", arg]);
+    assert!(!out.contains(".bak"), "{out}");
+    assert!(!bak.exists());
+    assert_eq!(records(&file), 0);
+    // Empty over empty is fine; the old file is kept all the same.
+    let empty = fs::read_to_string(&file).unwrap();
+    let out = f.ok(&["save", arg]);
+    assert!(
+        out.contains(&format!("kept the previous file as {}", bak.display())),
+        "{out}"
+    );
+    assert_eq!(fs::read_to_string(&bak).unwrap(), empty);
+
+    f.ok(&["bind", NQN_A, "1", "--cgroup", "tenant-a"]);
+    f.ok(&["save", arg]);
+    assert_eq!(records(&file), 1);
+    assert_eq!(fs::read_to_string(&bak).unwrap(), empty);
+    let one = fs::read_to_string(&file).unwrap();
+
+    // Everything unbound: saving would lose the record.
+    f.ok(&["unbind", NQN_A, "1"]);
+    let before = f.snapshot();
+    let (code, out, err) = f.run(&["save", arg]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(
+        err,
+        format!(
+            "nvmet-cgroup: error: no namespace is bound to a cgroup: not replacing {arg} \
+             (1 namespace(s)) with an empty configuration (use --force to)\n"
+        )
+    );
+    assert_eq!(f.snapshot(), before, "the refused save changed something");
+
+    // --force: replaced, the record kept in the .bak.
+    f.ok(&["save", arg, "--force"]);
+    assert_eq!(records(&file), 0);
+    assert_eq!(fs::read_to_string(&bak).unwrap(), one);
+
+    // A file that is not a save file is not known to be empty.
+    fs::write(&file, "hand-written notes\n").unwrap();
+    let before = f.snapshot();
+    let (code, _, err) = f.run(&["save", arg]);
+    assert_eq!(code, 1);
+    assert!(err.contains("content that is not a save file"), "{err}");
+    assert_eq!(f.snapshot(), before);
+    f.ok(&["bind", NQN_A, "1", "--cgroup", "tenant-a"]);
+    f.ok(&["save", arg]);
+    assert_eq!(records(&file), 1);
+    assert_eq!(fs::read_to_string(&bak).unwrap(), "hand-written notes\n");
 }
 
 #[test]
@@ -502,6 +668,13 @@ fn bad_inputs_change_nothing() {
         (vec!["bind", NQN_A, "2"], "required"),
         (vec!["bind", NQN_A, "0", "--cgroup", "tenant-a"], "0"),
         (vec!["limit", NQN_A, "1", "--riops", "1.5M"], "fractions"),
+        (vec!["limit", NQN_A, "1", "--wbps", "1.5K"], "fractions"),
+        (vec!["limit", NQN_A, "1", "--rbps", "10X"], "unknown suffix"),
+        (
+            vec!["limit", NQN_A, "1", "--rbps", ""],
+            "a number is missing",
+        ),
+        (vec!["limit", NQN_A, "1", "--riops", "5G"], "too large"),
         (
             vec!["limit", NQN_A, "1", "--rbps", "-1"],
             "not a whole number",
@@ -543,5 +716,11 @@ fn man_page_and_help() {
     );
     assert!(man.contains("bind") && man.contains("restore"));
     let help = f.ok(&["limit", "--help"]);
-    assert!(help.contains("powers of 1024"), "{help}");
+    for want in ["base of 1000", "20K is 20000", "infinity"] {
+        assert!(help.contains(want), "{want:?} not in {help}");
+    }
+    assert!(!help.contains("1024"), "{help}");
+    for want in ["base of 1000", "infinity"] {
+        assert!(man.contains(want), "{want:?} not in {man}");
+    }
 }

@@ -63,8 +63,8 @@ configure_and_save() {
 	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/1/cgroup_id")" = "$(cg_id tenants/a)" ] &&
 	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/2/cgroup_id")" = \
 		"$(cg_id tenants.slice/tenants-b.slice)" ] || fail "cgroup_id not bound" || return
-	io_max_has tenants/a /dev/nullb0 riops=$RIOPS && io_max_has tenants/a /dev/nullb0 wbps=10485760 &&
-	io_max_has tenants.slice/tenants-b.slice /dev/nullb1 rbps=20971520 || return
+	io_max_has tenants/a /dev/nullb0 riops=$RIOPS && io_max_has tenants/a /dev/nullb0 wbps=10000000 &&
+	io_max_has tenants.slice/tenants-b.slice /dev/nullb1 rbps=20000000 || return
 	! grep -qE '[0-9]+:[0-9]+' "$SAVED" || fail "the saved file names a device by MAJ:MIN" || return
 	cg_id tenants/a > /tmp/reboot-old-ids && cg_id tenants.slice/tenants-b.slice >> /tmp/reboot-old-ids &&
 	devnum /dev/nullb0 > /tmp/reboot-old-devs
@@ -130,8 +130,8 @@ unit_restores() {
 		"$(cg_id tenants.slice/tenants-b.slice)" ] || fail "not bound to the same paths" || return
 	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/1/enable")" = 1 ] &&
 	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/2/enable")" = 1 ] || fail "not enabled again" || return
-	io_max_has tenants/a /dev/nullb0 riops=$RIOPS && io_max_has tenants/a /dev/nullb0 wbps=10485760 &&
-	io_max_has tenants.slice/tenants-b.slice /dev/nullb1 rbps=20971520 || return
+	io_max_has tenants/a /dev/nullb0 riops=$RIOPS && io_max_has tenants/a /dev/nullb0 wbps=10000000 &&
+	io_max_has tenants.slice/tenants-b.slice /dev/nullb1 rbps=20000000 || return
 	! grep -q "^$(devnum /dev/nullb1) " "$CG/tenants/a/io.max" ||
 		fail "tenants/a has a limit on nullb1: a device number was restored, not a path"
 }
