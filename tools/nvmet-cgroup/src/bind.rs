@@ -129,7 +129,14 @@ pub fn bind(
     let ns = Namespace::open(roots, &args.ns.nqn, args.ns.nsid)?;
     let target = match (&args.target.cgroup, &args.target.slice) {
         (Some(c), _) => Target::Path(cgroupfs::normalize_path(roots, c)?),
-        (None, Some(s)) => Target::Slice(s.clone()),
+        (None, Some(s)) => {
+            // -.slice is systemd's name for the root cgroup: binding there
+            // would charge the tenant to the root, as if unbound.
+            if cgroupfs::slice_path(s)?.is_empty() {
+                bail!("slice \"{s}\" is the root cgroup: name a slice below it");
+            }
+            Target::Slice(s.clone())
+        }
         (None, None) => bail!("give --cgroup PATH or --slice NAME.slice"),
     };
     let plan = cgroupfs::plan(roots, &target, args.create)?;

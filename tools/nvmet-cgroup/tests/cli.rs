@@ -93,6 +93,19 @@ fn cgroup_paths_outside_the_mount_or_the_root_are_refused() {
     assert!(!f.p("evil").exists());
     assert_eq!(f.cgroup_id(NQN_A, 2), 0);
 
+    // systemd's name for the root cgroup.
+    for create in [false, true] {
+        let mut args = vec!["bind", NQN_A, "2", "--slice=-.slice"];
+        if create {
+            args.push("--create");
+        }
+        let before = f.snapshot();
+        let (code, _, err) = f.run(&args);
+        assert_eq!(code, 1, "{args:?} succeeded");
+        assert!(err.contains(root), "{args:?}: {err}");
+        assert_eq!(f.snapshot(), before, "{args:?} changed the tree");
+    }
+
     // Relative to the mount, with harmless "." and "..".
     f.ok(&["bind", NQN_A, "2", "--cgroup", "./noio/../tenant-a"]);
     assert_eq!(f.cgroup_id(NQN_A, 2), f.ino("tenant-a"));
