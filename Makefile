@@ -62,7 +62,7 @@ check:
 check-debian:
 	scripts/check-debian
 
-# faults.sh's fault matrix with issue #11's full round counts (x50, x30,
+# faults.sh's fault matrix with its full round counts (x50, x30,
 # x10, 128 namespaces), in one boot after the host checks; `make check` runs
 # it with short rounds.
 check-long:
@@ -71,7 +71,7 @@ check-long:
 demo:
 	scripts/demo
 
-# Performance, side by side with stock nvmet, on the perf kernel (see README).
+# Performance, side by side with stock nvmet, on the perf kernel (see bench/README.md).
 bench:
 	scripts/bench
 

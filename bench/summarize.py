@@ -29,7 +29,7 @@ T95 = [0, 12.71, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
        2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
        2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
 
-# Issue #13's targets: (text, configuration, metric, workloads, limit,
+# The performance targets: (text, configuration, metric, workloads, limit,
 # whether the limit is a minimum).  Metrics are job_stats() keys.
 RW = ("randread", "randwrite")
 TARGETS = (
@@ -165,7 +165,7 @@ def job_stats(path, workload):
 
 
 def check_targets(rows, iso):
-    """The issue's targets: (target, worst case, value, met) per target."""
+    """The performance targets: (target, worst case, value, met) per target."""
     out = []
     rows = [r for r in rows if r["transport"] != SCALE]
 

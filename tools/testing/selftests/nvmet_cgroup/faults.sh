@@ -10,7 +10,7 @@
 # before the fault intact.
 #
 # FAULT_ROUNDS=short (default, `make check`) or full (`make check-long`:
-# the round counts of issue #11) scales every case; each case prints
+# the full round counts) scales every case; each case prints
 # "fault: CASE rounds=N", from which scripts/check prints its table.
 #
 # The design's promises tested here (Documentation/design.rst): an enabled

@@ -10,7 +10,7 @@
 cd "$(dirname "$0")" || exit 1
 
 # TEST_PROGS of the Makefile: one list for this script, scripts/check and
-# README.md.
+# Documentation/testing.md.
 test_progs() {
 	sed -n '/^TEST_PROGS :=/,/^$/p' Makefile | sed -e 's/^TEST_PROGS :=//' -e 's/\\//g' | xargs
 }
