@@ -92,11 +92,15 @@ limit_test() {
 	# blk-throttle's own shortfall of ~4 IOPS (see the top) is 20 % of a
 	# 20 IOPS limit, which is what this guest's tcp path leaves on a slow
 	# host: an IOPS limit may miss by 5 IOPS when that is more than 10 %.
-	# Unthrottled I/O still fails: it runs at twice the limit or more.
+	# Unthrottled I/O still fails: it runs at the unlimited rate, twice the
+	# limit or more.  1.9x, not 2x: the limit is half the unlimited rate
+	# rounded down to 10 IOPS, and a measurement at the limit can be a
+	# few IOPS above it (Debian's kernel: unlimited 28447, limit 14220,
+	# measured 14230).
 	tol=10
 	case "$key" in *iops) [ $((limit * tol)) -ge 500 ] || tol=$(((500 + limit - 1) / limit)) ;; esac
 	within "$lim" "$limit" "$tol" || fail "$key: measured $lim is not within $tol % of $limit" || return
-	[ "$unl" -ge $((2 * lim)) ] || fail "$key: unlimited $unl is not 2x the limited $lim"
+	[ $((10 * unl)) -ge $((19 * lim)) ] || fail "$key: unlimited $unl is not 1.9x the limited $lim"
 }
 
 bdev() {
