@@ -73,6 +73,13 @@ private_apt() {
 	fi
 }
 
+# backports_apt: private_apt for trixie-backports, where Debian's 7.3
+# kernel packages are (scripts/fetch-kernel, debian_kernel)
+backports_apt() {
+	private_apt "$CACHE/apt" \
+		"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(debian_mirror) trixie-backports main"
+}
+
 # Kernel flavours: debug (tests) and perf (benchmarks).
 check_flavour() {
 	case "$1" in
@@ -146,8 +153,7 @@ vm_booting_again() {
 # kernels from.  Either may be given in the environment instead.
 debian_kernel() {
 	if [ -z "${DEBIAN_KERNEL_RELEASE:-}" ] || [ -z "${DEBIAN_KERNEL_VERSION:-}" ]; then
-		private_apt "$CACHE/apt" \
-			"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(debian_mirror) trixie-backports main"
+		backports_apt
 		local pkg
 		pkg=$(apt-cache "${apt_opts[@]}" search --names-only \
 			"^linux-image-$KERNEL_SERIES\.[0-9]+\+deb[0-9]+-amd64\$" 2>/dev/null |
@@ -179,4 +185,23 @@ in_chroot() {
 		done
 		exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 			HOME=/root LC_ALL=C.UTF-8 TERM=dumb "$@"' in_chroot "$root" "$@"
+}
+
+# The host checks' report (scripts/check-*): check NAME STATUS prints
+# "ok - NAME" or "not ok - NAME" and counts it in passed/failed;
+# check_summary prints "N passed, N failed" (and ", N skipped" when
+# skipped is set) and fails when a check did.
+passed=0 failed=0
+check() {	# check NAME STATUS
+	if [ "$2" = 0 ]; then
+		passed=$((passed + 1))
+		echo "ok - $1"
+	else
+		failed=$((failed + 1))
+		echo "not ok - $1"
+	fi
+}
+check_summary() {
+	echo "$passed passed, $failed failed${skipped:+, $skipped skipped}"
+	[ "$failed" = 0 ]
 }
