@@ -8,16 +8,33 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::bind::show_rel;
-use crate::cgroupfs;
+use crate::cgroupfs::{self, CgroupIndex, Systemd};
 use crate::cli::LimitArgs;
 use crate::configfs::Namespace;
 use crate::device::{self, DevLookup, DevT, Resolved};
-use crate::limits::{self, Change, DevLimits};
+use crate::limits::{self, Change, DevLimits, Latency, Limit, Weight};
 use crate::paths::Roots;
 use crate::sysio;
 
 /// The cgroup a namespace is bound to: its ID and path.
 pub fn bound_cgroup(roots: &Roots, ns: &Namespace) -> Result<(u64, String)> {
+    bound_with(roots, ns, |id| cgroupfs::find_by_id(roots, id))
+}
+
+/// [`bound_cgroup`] with the IDs looked up in an index of every cgroup.
+pub fn bound_cgroup_in(
+    roots: &Roots,
+    index: &CgroupIndex,
+    ns: &Namespace,
+) -> Result<(u64, String)> {
+    bound_with(roots, ns, |id| Ok(index.get(id).map(str::to_string)))
+}
+
+fn bound_with(
+    roots: &Roots,
+    ns: &Namespace,
+    find: impl FnOnce(u64) -> Result<Option<String>>,
+) -> Result<(u64, String)> {
     let id = ns.cgroup_id()?;
     if id == 0 {
         bail!(
@@ -25,7 +42,7 @@ pub fn bound_cgroup(roots: &Roots, ns: &Namespace) -> Result<(u64, String)> {
             ns.label()
         );
     }
-    let rel = cgroupfs::find_by_id(roots, id)?.ok_or_else(|| {
+    let rel = find(id)?.ok_or_else(|| {
         anyhow!(
             "{}: cgroup_id {id} matches no cgroup under {} (stale id? bind it again)",
             ns.label(),
@@ -98,6 +115,97 @@ pub fn write_change(dir: &Path, dev: DevT, change: &Change) -> Result<Vec<String
     Ok(done)
 }
 
+/// The systemd unit properties that make `change` on the device at `path`
+/// (systemd.resource-control(5): IOReadIOPSMax=, IODeviceWeight=, ...).
+pub fn systemd_properties(path: &str, change: &Change) -> Result<Vec<String>> {
+    let limit = |v: Limit| match v {
+        Limit::Max => "infinity".to_string(),
+        Limit::Value(n) => n.to_string(),
+    };
+    let mut props = Vec::new();
+    let keys = [
+        ("IOReadIOPSMax", change.riops),
+        ("IOWriteIOPSMax", change.wiops),
+        ("IOReadBandwidthMax", change.rbps),
+        ("IOWriteBandwidthMax", change.wbps),
+    ];
+    for (key, v) in keys {
+        if let Some(v) = v {
+            props.push(format!("{key}={path} {}", limit(v)));
+        }
+    }
+    match change.weight {
+        Some(Weight::Value(w)) => props.push(format!("IODeviceWeight={path} {w}")),
+        Some(Weight::Default) => bail!(
+            "--weight default on a systemd slice: systemd can only clear every device's weight at once (systemctl set-property --runtime SLICE IODeviceWeight=)"
+        ),
+        None => {}
+    }
+    match change.latency {
+        Some(Latency::Usec(us)) => props.push(format!("IODeviceLatencyTargetSec={path} {us}us")),
+        Some(Latency::Max) => props.push(format!("IODeviceLatencyTargetSec={path} infinity")),
+        None => {}
+    }
+    Ok(props)
+}
+
+/// Make `change` on each of `devs` in the cgroup `rel`: through systemd's
+/// unit properties when systemd owns the cgroup (a slice on a systemd
+/// host), then checked in the kernel's files; else by writing the files.
+/// Returns, per device, what was done.
+pub fn apply_change(
+    roots: &Roots,
+    systemd: &dyn Systemd,
+    rel: &str,
+    devs: &[(DevT, Change)],
+) -> Result<Vec<(DevT, Vec<String>)>> {
+    let dir = roots.cgroup_dir(rel);
+    let Some(slice) = cgroupfs::systemd_slice(roots, rel) else {
+        let mut done = Vec::new();
+        for (dev, change) in devs {
+            done.push((*dev, write_change(&dir, *dev, change)?));
+        }
+        return Ok(done);
+    };
+    let mut props = Vec::new();
+    let mut done = Vec::new();
+    for (dev, change) in devs {
+        let path = device::dev_save_path(roots, *dev)
+            .with_context(|| format!("naming device {dev} for systemd"))?;
+        let p = systemd_properties(&path, change)?;
+        done.push((*dev, p.iter().map(|p| format!("{slice} {p}")).collect()));
+        props.extend(p);
+    }
+    if props.is_empty() {
+        return Ok(done);
+    }
+    systemd.set_properties(&slice, &props)?;
+    // systemd applies them as it realizes the unit; the kernel's files
+    // must show them before this says the tenant is limited.
+    let pending = || -> Result<Vec<String>> {
+        let mut left = Vec::new();
+        for (dev, change) in devs {
+            let rest = change.minus(&read_limits(&dir, *dev)?);
+            if !rest.is_empty() {
+                left.push(format!("{dev}: {rest:?}"));
+            }
+        }
+        Ok(left)
+    };
+    for _ in 0..30 {
+        if pending()?.is_empty() {
+            return Ok(done);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    bail!(
+        "systemd accepted the properties of {slice} ({}), but {} still does not show them after 3 s: {}",
+        props.join(", "),
+        dir.display(),
+        pending()?.join("; ")
+    )
+}
+
 /// The limits in effect for `dev` in the cgroup `dir`.
 pub fn read_limits(dir: &Path, dev: DevT) -> Result<DevLimits> {
     let get =
@@ -121,6 +229,7 @@ pub fn show_dev(roots: &Roots, dev: DevT) -> String {
 pub fn limit(
     roots: &Roots,
     lookup: &dyn DevLookup,
+    systemd: &dyn Systemd,
     args: &LimitArgs,
     out: &mut String,
 ) -> Result<()> {
@@ -147,9 +256,9 @@ pub fn limit(
         show_dev(roots, res.top),
         show_rel(&rel)
     );
-    for leaf in &res.leaves {
-        let done = write_change(&dir, *leaf, &change)?;
-        let _ = writeln!(out, "  {}: {}", show_dev(roots, *leaf), done.join(", "));
+    let wanted: Vec<(DevT, Change)> = res.leaves.iter().map(|l| (*l, change)).collect();
+    for (leaf, done) in apply_change(roots, systemd, &rel, &wanted)? {
+        let _ = writeln!(out, "  {}: {}", show_dev(roots, leaf), done.join(", "));
     }
     Ok(())
 }

@@ -220,6 +220,10 @@ mod tests {
         fn ensure_slice(&self, name: &str) -> Result<()> {
             bail!("unexpected systemctl call for {name}")
         }
+
+        fn set_properties(&self, unit: &str, _: &[String]) -> Result<()> {
+            bail!("unexpected systemctl call for {unit}")
+        }
     }
 
     fn put(p: &Path, s: &str) {

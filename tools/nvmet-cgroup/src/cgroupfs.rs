@@ -2,6 +2,7 @@
 //! cgroup v2 directories: naming (paths and systemd slices), validation,
 //! creation with the io controller enabled on the way down, and lookup by ID.
 
+use std::collections::HashMap;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
@@ -181,15 +182,25 @@ pub fn io_enabled_below(dir: &Path) -> Result<bool> {
     Ok(on)
 }
 
-/// Creates a systemd slice; the one place the tool talks to systemd, so
-/// tests never run systemctl.
+/// What the tool asks of systemd, for slices on a systemd host; the one
+/// place it talks to systemd, so tests never run systemctl.
 pub trait Systemd {
+    /// Make the slice exist with the io controller enabled on every level
+    /// down to it.
     fn ensure_slice(&self, name: &str) -> Result<()>;
+    /// Set unit properties for this boot (`IOReadIOPSMax=/dev/sdb 1000`).
+    fn set_properties(&self, unit: &str, props: &[String]) -> Result<()>;
 }
 
 /// The real thing: `systemctl set-property --runtime NAME IOAccounting=yes`
 /// (systemd enables io on every level down to the slice) and
-/// `systemctl start NAME` (which creates its cgroup).
+/// `systemctl start NAME` (which creates its cgroup); limits with
+/// `systemctl set-property --runtime` too.  systemd owns a slice's
+/// `cgroup.subtree_control` and io files: what is written there behind its
+/// back is undone when it next realizes the unit (`systemctl
+/// daemon-reload`), while its own runtime properties (drop-ins under
+/// /run/systemd/system.control) survive that and go at reboot, when
+/// `restore` sets them again.
 pub struct Systemctl;
 
 fn systemctl(args: &[&str]) -> Result<()> {
@@ -220,6 +231,21 @@ impl Systemd for Systemctl {
         systemctl(&["set-property", "--runtime", name, "IOAccounting=yes"])?;
         systemctl(&["start", name])
     }
+
+    fn set_properties(&self, unit: &str, props: &[String]) -> Result<()> {
+        let mut args = vec!["set-property", "--runtime", unit];
+        args.extend(props.iter().map(String::as_str));
+        systemctl(&args)
+    }
+}
+
+/// The slice whose io settings systemd owns: `plan`'s, on a systemd host.
+pub fn systemd_slice(roots: &Roots, rel: &str) -> Option<String> {
+    if roots.systemd_booted() {
+        slice_of(rel)
+    } else {
+        None
+    }
 }
 
 /// What making a cgroup ready takes; computed without changing anything.
@@ -227,7 +253,6 @@ impl Systemd for Systemctl {
 pub struct Plan {
     /// Path relative to the cgroup root.
     pub rel: String,
-    pub slice: Option<String>,
     /// Directories to create, top-down.
     pub create: Vec<PathBuf>,
     /// Directories whose `cgroup.subtree_control` needs `+io`, top-down.
@@ -307,7 +332,6 @@ pub fn plan(roots: &Roots, target: &Target, create: bool) -> Result<Plan> {
     }
     Ok(Plan {
         rel,
-        slice,
         create: create_dirs,
         enable_io,
     })
@@ -405,22 +429,30 @@ fn apply_steps(
     systemd: &dyn Systemd,
     done: &mut Applied,
 ) -> Result<u64> {
-    if !plan.create.is_empty() {
-        match &plan.slice {
-            Some(name) if roots.systemd_booted() => {
-                systemd.ensure_slice(name)?;
-                let dir = plan.dir(roots);
-                if !dir.is_dir() {
-                    bail!("systemd did not create {} for {name}", dir.display());
-                }
-            }
-            _ => {
-                for d in &plan.create {
-                    fs::create_dir(d).with_context(|| format!("creating {}", d.display()))?;
-                    done.steps.push(Step::Created(d.clone()));
-                }
+    // A slice on a systemd host: systemd creates it and enables io above
+    // it (a +io written here would be taken back at its next
+    // daemon-reload).
+    if let Some(name) = systemd_slice(roots, &plan.rel) {
+        if !plan.create.is_empty() || !plan.enable_io.is_empty() {
+            systemd.ensure_slice(name.as_str())?;
+        }
+        let dir = plan.dir(roots);
+        if !dir.is_dir() {
+            bail!("systemd did not create {} for {name}", dir.display());
+        }
+        for d in &plan.enable_io {
+            if !io_enabled_below(d).unwrap_or(false) {
+                bail!(
+                    "systemd did not enable io in {} for {name} (IOAccounting=yes)",
+                    d.join("cgroup.subtree_control").display()
+                );
             }
         }
+        return id_of(&dir);
+    }
+    for d in &plan.create {
+        fs::create_dir(d).with_context(|| format!("creating {}", d.display()))?;
+        done.steps.push(Step::Created(d.clone()));
     }
     for d in &plan.enable_io {
         if !io_enabled_below(d).unwrap_or(false) {
@@ -438,13 +470,40 @@ pub fn id_of(dir: &Path) -> Result<u64> {
         .ino())
 }
 
-/// The cgroup (relative path) whose directory has inode `id`, if any.
-pub fn find_by_id(roots: &Roots, id: u64) -> Result<Option<String>> {
-    if id == 0 {
-        return Ok(None);
+/// Every cgroup below the mount by ID (its directory's inode number), from
+/// one walk of the tree: for commands that look up many namespaces' IDs
+/// (`status`, `save`), so that they cost O(namespaces + cgroups).
+pub struct CgroupIndex {
+    by_id: HashMap<u64, String>,
+}
+
+impl CgroupIndex {
+    pub fn build(roots: &Roots) -> CgroupIndex {
+        let mut by_id = HashMap::new();
+        walk(roots, |dir, ino| {
+            if let Some(rel) = roots.cgroup_rel(dir) {
+                by_id.entry(ino).or_insert(rel);
+            }
+            false
+        });
+        CgroupIndex { by_id }
     }
-    let root = &roots.cgroupfs;
-    let mut stack = vec![root.clone()];
+
+    /// The path (relative to the mount) of the cgroup with this ID; `None`
+    /// for 0 and for IDs no cgroup has.
+    pub fn get(&self, id: u64) -> Option<&str> {
+        if id == 0 {
+            return None;
+        }
+        self.by_id.get(&id).map(String::as_str)
+    }
+}
+
+/// Visit every cgroup directory below the mount (depth first, sorted, the
+/// mount first) with its inode number until `visit` returns true; the
+/// directory it stopped at.
+fn walk(roots: &Roots, mut visit: impl FnMut(&Path, u64) -> bool) -> Option<PathBuf> {
+    let mut stack = vec![roots.cgroupfs.clone()];
     while let Some(dir) = stack.pop() {
         let md = match fs::symlink_metadata(&dir) {
             Ok(m) => m,
@@ -453,8 +512,8 @@ pub fn find_by_id(roots: &Roots, id: u64) -> Result<Option<String>> {
         if !md.is_dir() {
             continue;
         }
-        if md.ino() == id && is_cgroup(&dir) {
-            return Ok(roots.cgroup_rel(&dir));
+        if is_cgroup(&dir) && visit(&dir, md.ino()) {
+            return Some(dir);
         }
         let Ok(rd) = fs::read_dir(&dir) else {
             continue;
@@ -468,7 +527,16 @@ pub fn find_by_id(roots: &Roots, id: u64) -> Result<Option<String>> {
         subs.reverse();
         stack.extend(subs);
     }
-    Ok(None)
+    None
+}
+
+/// The path (relative to the mount) of the cgroup with this ID, stopping at
+/// the first match; `None` for 0 and for IDs no cgroup has.
+pub fn find_by_id(roots: &Roots, id: u64) -> Result<Option<String>> {
+    if id == 0 {
+        return Ok(None);
+    }
+    Ok(walk(roots, |_, ino| ino == id).and_then(|dir| roots.cgroup_rel(&dir)))
 }
 
 #[cfg(test)]
@@ -567,11 +635,30 @@ mod tests {
         calls: RefCell<Vec<String>>,
     }
 
+    /// Does what systemd does for `set-property IOAccounting=yes` and
+    /// `start`: every level of the slice exists, io enabled above it.
     impl Systemd for FakeSystemd {
         fn ensure_slice(&self, name: &str) -> Result<()> {
             self.calls.borrow_mut().push(name.to_string());
-            let dir = self.cgroupfs.join(slice_path(name)?);
-            fs::create_dir_all(&dir)?;
+            let rel = slice_path(name)?;
+            let mut dir = self.cgroupfs.clone();
+            fs::write(dir.join("cgroup.subtree_control"), "io\n")?;
+            for part in rel.split('/') {
+                dir = dir.join(part);
+                fs::create_dir_all(&dir)?;
+                fs::write(dir.join("cgroup.procs"), "")?;
+                fs::write(dir.join("cgroup.controllers"), "io\n")?;
+                if dir != self.cgroupfs.join(&rel) {
+                    fs::write(dir.join("cgroup.subtree_control"), "io\n")?;
+                }
+            }
+            Ok(())
+        }
+
+        fn set_properties(&self, unit: &str, props: &[String]) -> Result<()> {
+            self.calls
+                .borrow_mut()
+                .push(format!("{unit} {}", props.join(" ")));
             Ok(())
         }
     }
@@ -596,14 +683,32 @@ mod tests {
             cgroupfs: cg.clone(),
             calls: RefCell::new(Vec::new()),
         };
-        // The fake makes plain directories: give them what the kernel would.
-        let res = apply(&roots, &p, &fake);
-        assert_eq!(fake.calls.borrow().as_slice(), ["t-a.slice".to_string()]);
-        assert!(res.is_err(), "t.slice has no subtree_control in the fake");
-        fs::write(cg.join("t.slice/cgroup.subtree_control"), "io\n")?;
         let id = apply(&roots, &p, &fake)?.id;
+        assert_eq!(fake.calls.borrow().as_slice(), ["t-a.slice".to_string()]);
         assert_eq!(id, id_of(&cg.join("t.slice/t-a.slice"))?);
-        assert!(io_enabled_below(&cg)?);
+        // io came from systemd, not from a +io written here (which systemd
+        // would take back at its next daemon-reload).
+        assert_eq!(
+            fs::read_to_string(cg.join("cgroup.subtree_control"))?,
+            "io\n"
+        );
+        assert_eq!(
+            fs::read_to_string(cg.join("t.slice/cgroup.subtree_control"))?,
+            "io\n"
+        );
+
+        // An existing slice whose parent lacks io: systemd is asked again,
+        // and nothing is written here.
+        fs::write(cg.join("t.slice/cgroup.subtree_control"), "")?;
+        let p = plan(&roots, &Target::Slice("t-a.slice".into()), false)?;
+        assert_eq!(p.create.len(), 0);
+        assert_eq!(p.enable_io.len(), 1);
+        let _ = apply(&roots, &p, &fake)?;
+        assert_eq!(fake.calls.borrow().len(), 2);
+        assert_eq!(
+            fs::read_to_string(cg.join("t.slice/cgroup.subtree_control"))?,
+            "io\n"
+        );
         Ok(())
     }
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{ArgGroup, Args, Parser, Subcommand};
 
 use crate::limits::{self, Latency, Limit, Weight};
+#[cfg(debug_assertions)]
 use crate::paths::Roots;
 
 /// Bind NVMe-oF target (nvmet) namespaces to cgroups and set their io limits.
@@ -14,79 +15,56 @@ use crate::paths::Roots;
     name = "nvmet-cgroup",
     version,
     long_about = "Bind NVMe-oF target (nvmet) namespaces to cgroup v2 cgroups and set their \
-io limits.\n\nA namespace is named as nvmetcli names it: subsystem NQN and NSID. `bind` \
+io limits.\n\nA namespace is named as nvmetcli names it: subsystem NQN and NSID. bind \
 writes the cgroup's ID to the namespace's configfs attribute cgroup_id (the I/O of the \
 namespace is then charged to that cgroup; the nvmet_cgroup module must be loaded to enable \
-it), `limit` writes io.max, io.weight and io.latency for the disks behind the namespace, \
-`save` and `restore` keep the bindings and limits across reboots (cgroup IDs are not stable, \
+it), limit writes io.max, io.weight and io.latency for the disks behind the namespace, \
+save and restore keep the bindings and limits across reboots (cgroup IDs are not stable, \
 so cgroups are recorded by path and devices by /dev path). Runs as root.\n\nRates given \
-to `limit` take K, M, G and T suffixes to the base of 1000, for bytes and IOPS alike, as \
+to limit take K, M, G and T suffixes to the base of 1000, for bytes and IOPS alike, as \
 systemd.resource-control(5) parses IOReadBandwidthMax= and IOReadIOPSMax= (20K is 20000, \
-100M is 100000000); only whole numbers; `infinity` or `max` removes a limit."
+100M is 100000000; KiB, MiB, ... are powers of 1024; fractions are rounded: 1.5K is 1500); \
+infinity or max removes a limit."
 )]
 pub struct Cli {
+    /// Only in debug builds (`cargo test`): a release binary always works
+    /// on the real mount points.
+    #[cfg(debug_assertions)]
     #[command(flatten)]
     pub roots: RootArgs,
     #[command(subcommand)]
     pub command: Command,
 }
 
-/// Filesystem roots (hidden; for tests against fixture trees).
+/// Filesystem roots, for tests against fixture trees: hidden options that
+/// exist in debug builds only (the tests run a debug build and pass them on
+/// the command line; nothing is read from the environment).
+#[cfg(debug_assertions)]
 #[derive(Debug, Args)]
 pub struct RootArgs {
     #[arg(
         long,
         global = true,
         hide = true,
-        env = "NVMET_CGROUP_CONFIGFS",
         default_value = "/sys/kernel/config/nvmet"
     )]
     pub configfs: PathBuf,
-    #[arg(
-        long,
-        global = true,
-        hide = true,
-        env = "NVMET_CGROUP_CGROUPFS",
-        default_value = "/sys/fs/cgroup"
-    )]
+    #[arg(long, global = true, hide = true, default_value = "/sys/fs/cgroup")]
     pub cgroupfs: PathBuf,
-    #[arg(
-        long,
-        global = true,
-        hide = true,
-        env = "NVMET_CGROUP_SYSFS",
-        default_value = "/sys"
-    )]
+    #[arg(long, global = true, hide = true, default_value = "/sys")]
     pub sysfs: PathBuf,
-    #[arg(
-        long,
-        global = true,
-        hide = true,
-        env = "NVMET_CGROUP_DEVFS",
-        default_value = "/dev"
-    )]
+    #[arg(long, global = true, hide = true, default_value = "/dev")]
     pub devfs: PathBuf,
-    #[arg(
-        long,
-        global = true,
-        hide = true,
-        env = "NVMET_CGROUP_DEBUGFS",
-        default_value = "/sys/kernel/debug"
-    )]
+    #[arg(long, global = true, hide = true, default_value = "/sys/kernel/debug")]
     pub debugfs: PathBuf,
-    #[arg(
-        long,
-        global = true,
-        hide = true,
-        env = "NVMET_CGROUP_RUNDIR",
-        default_value = "/run"
-    )]
+    #[arg(long, global = true, hide = true, default_value = "/run")]
     pub rundir: PathBuf,
     /// JSON table of device numbers for paths ({"PATH": {"block": "MAJ:MIN"}}), for tests.
-    #[arg(long, global = true, hide = true, env = "NVMET_CGROUP_DEVMAP")]
+    #[arg(long, global = true, hide = true)]
     pub dev_map: Option<PathBuf>,
 }
 
+#[cfg(debug_assertions)]
 impl RootArgs {
     pub fn roots(&self) -> Roots {
         Roots {
@@ -104,7 +82,10 @@ impl RootArgs {
 pub enum Command {
     /// Charge a namespace's I/O to a cgroup (writes the cgroup's ID to cgroup_id).
     ///
-    /// Every cgroup above it gets +io in cgroup.subtree_control. An enabled
+    /// Every cgroup above it gets +io in cgroup.subtree_control; for a slice
+    /// on a systemd host, systemd does that (systemctl set-property
+    /// --runtime SLICE IOAccounting=yes, then start), since it owns those
+    /// files and undoes other writes at its next daemon-reload. An enabled
     /// namespace is refused unless --reenable is given. If a step fails, the
     /// cgroups it created and the +io it wrote are taken back.
     Bind(BindArgs),
@@ -117,8 +98,17 @@ pub enum Command {
     /// disk), dm and md (their slaves) and loop devices (their backing file's
     /// filesystem device). Rates take K, M, G, T suffixes to the base of
     /// 1000 (20K is 20000, 1G is 1000000000), for bytes and for IOPS alike,
-    /// as systemd's IOReadBandwidthMax= and IOReadIOPSMax= parse them; only
-    /// whole numbers; "infinity" or "max" removes a limit or target.
+    /// as systemd's IOReadBandwidthMax= and IOReadIOPSMax= parse them (Ki,
+    /// Mi, ... are powers of 1024; fractions are rounded: 1.5K is 1500);
+    /// "infinity" or "max" removes a limit or target.
+    ///
+    /// For a slice on a systemd host the settings become the slice's
+    /// runtime properties (systemctl set-property --runtime SLICE
+    /// IOReadIOPSMax="/dev/sdb 20000", IODeviceWeight=, ...), which survive
+    /// systemctl daemon-reload and go at reboot, when restore sets them
+    /// again; the command succeeds once the kernel's io files show them.
+    /// io.max is per disk: a namespace over several disks (dm striping)
+    /// gets each limit on each, and status says what that caps in all.
     Limit(LimitArgs),
     /// Show namespaces, their cgroups, devices, limits and io.stat counters.
     Status(StatusArgs),

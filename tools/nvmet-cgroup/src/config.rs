@@ -12,6 +12,7 @@
 //!       "cgroup": "tenants.slice/tenants-a.slice",
 //!       "slice": "tenants-a.slice",
 //!       "device_path": "/dev/vg0/a",
+//!       "stack": [ "dm uuid=LVM-Kq3... > partition 1 > disk wwid=naa.5000c500a1b2c3d4" ],
 //!       "devices": [
 //!         { "path": "/dev/disk/by-id/wwn-0x5000", "riops": 1000, "wbps": 20971520,
 //!           "weight": 200, "latency_us": 5000 }
@@ -22,7 +23,12 @@
 //! ```
 //!
 //! `cgroup` is relative to the cgroup root (IDs are not stable across
-//! reboots); `slice` is present when the cgroup is a systemd slice.  Device
+//! reboots); `slice` is present when the cgroup is a systemd slice.
+//! `stack` is how `device_path` reached the disks when the file was saved,
+//! one chain per disk, each layer by an identity that survives a reboot
+//! (`dm uuid=`/`dm name=`, `md uuid=`, `partition N`, `loop file=`, and the
+//! disk's `wwid=`, `serial=` or, lacking both, `name=`); `restore` refuses
+//! a namespace whose stack is now different.  Device
 //! limit keys are optional (absent: not set by restore); `riops`, `wiops`
 //! are I/Os per second, `rbps`, `wbps` bytes per second, `weight` 1..10000,
 //! `latency_us` the io.latency target in microseconds.
@@ -54,6 +60,11 @@ pub struct Record {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice: Option<String>,
     pub device_path: String,
+    /// The device stack from `device_path` to the disks, by stable
+    /// identities, when saved; restore refuses the record if it changed.
+    /// Absent in files saved before it was recorded (then not checked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<Vec<String>>,
     #[serde(default)]
     pub devices: Vec<DeviceRecord>,
 }
@@ -124,6 +135,11 @@ impl Record {
             let p = cgroupfs::slice_path(s)?;
             if p != self.cgroup {
                 bail!("slice {s} is at \"{p}\", not at \"{}\"", self.cgroup);
+            }
+        }
+        if let Some(stack) = &self.stack {
+            if stack.is_empty() || stack.iter().any(|s| s.trim().is_empty()) {
+                bail!("\"stack\" must list at least one non-empty chain");
             }
         }
         let mut seen = BTreeSet::new();

@@ -4,70 +4,15 @@
 //! (`slaves/`) and loop devices (`loop/backing_file`), all read through
 //! SYSFS; and the `/dev` names recorded in saved files.
 
-use std::collections::{BTreeSet, HashMap};
-use std::fmt;
+use std::collections::BTreeSet;
 use std::fs;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use anyhow::{anyhow, bail, Context, Result};
-use serde::Deserialize;
 
+pub use crate::devnum::{DevT, Node};
 use crate::paths::Roots;
 use crate::sysio;
-
-/// A device number, shown as the kernel does: `MAJ:MIN`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct DevT {
-    pub major: u32,
-    pub minor: u32,
-}
-
-impl DevT {
-    /// Split a `dev_t` as glibc's major()/minor() do.
-    pub fn from_raw(dev: u64) -> DevT {
-        DevT {
-            major: (((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff)) as u32,
-            minor: ((dev & 0xff) | ((dev >> 12) & !0xff)) as u32,
-        }
-    }
-}
-
-impl fmt::Display for DevT {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.major, self.minor)
-    }
-}
-
-impl FromStr for DevT {
-    type Err = anyhow::Error;
-
-    fn from_str(s: &str) -> Result<DevT> {
-        let num = |p: &str| -> Option<u32> {
-            if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
-            }
-            p.parse().ok()
-        };
-        let (a, b) = s
-            .split_once(':')
-            .ok_or_else(|| anyhow!("\"{s}\" is not MAJ:MIN"))?;
-        match (num(a), num(b)) {
-            (Some(major), Some(minor)) => Ok(DevT { major, minor }),
-            _ => bail!("\"{s}\" is not MAJ:MIN"),
-        }
-    }
-}
-
-/// What a path names, as far as blk-cgroup cares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Node {
-    /// A block device node: its `st_rdev`.
-    Block(DevT),
-    /// A regular file: the `st_dev` of the filesystem it is on.
-    File(DevT),
-}
 
 /// Path → device number: `stat(2)` normally, a table in tests (a fixture
 /// can't make device nodes or choose a file's `st_dev`).
@@ -80,63 +25,7 @@ pub struct StatLookup;
 
 impl DevLookup for StatLookup {
     fn lookup(&self, path: &Path) -> Result<Node> {
-        let md = fs::metadata(path).with_context(|| format!("stat {}", path.display()))?;
-        let ft = md.file_type();
-        if ft.is_block_device() {
-            Ok(Node::Block(DevT::from_raw(md.rdev())))
-        } else if ft.is_file() {
-            Ok(Node::File(DevT::from_raw(md.dev())))
-        } else {
-            bail!(
-                "{} is neither a block device nor a regular file",
-                path.display()
-            )
-        }
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "lowercase", deny_unknown_fields)]
-enum NodeSpec {
-    Block(String),
-    File(String),
-}
-
-/// A table of paths (canonicalised where they exist) and what they are,
-/// read from a JSON object `{"PATH": {"block": "8:16"} | {"file": "8:1"}}`
-/// (the hidden `--dev-map` / `NVMET_CGROUP_DEVMAP`, for tests); paths not in
-/// it are stat'ed.
-pub struct MapLookup {
-    map: HashMap<PathBuf, Node>,
-}
-
-fn canon(p: &Path) -> PathBuf {
-    fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
-}
-
-impl MapLookup {
-    pub fn load(file: &Path) -> Result<MapLookup> {
-        let text = sysio::read(file)?;
-        let raw: HashMap<String, NodeSpec> = serde_json::from_str(&text)
-            .with_context(|| format!("parsing device map {}", file.display()))?;
-        let mut map = HashMap::new();
-        for (k, v) in raw {
-            let node = match v {
-                NodeSpec::Block(d) => Node::Block(d.parse()?),
-                NodeSpec::File(d) => Node::File(d.parse()?),
-            };
-            map.insert(canon(Path::new(&k)), node);
-        }
-        Ok(MapLookup { map })
-    }
-}
-
-impl DevLookup for MapLookup {
-    fn lookup(&self, path: &Path) -> Result<Node> {
-        match self.map.get(&canon(path)) {
-            Some(n) => Ok(*n),
-            None => StatLookup.lookup(path),
-        }
+        crate::devnum::stat_node(path)
     }
 }
 
@@ -145,6 +34,10 @@ impl DevLookup for MapLookup {
 pub struct Resolved {
     pub top: DevT,
     pub leaves: Vec<DevT>,
+    /// How the top reaches each leaf, by stable identities rather than
+    /// device numbers and names: one `A > B > disk ...` chain per leaf,
+    /// sorted (see [`chains`]).
+    pub stack: Vec<String>,
 }
 
 /// Resolve a namespace's `device_path` (a block device or a regular file).
@@ -152,17 +45,25 @@ pub fn resolve_path(roots: &Roots, lookup: &dyn DevLookup, path: &Path) -> Resul
     let top = match lookup.lookup(path)? {
         Node::Block(d) | Node::File(d) => d,
     };
+    resolve_top(roots, lookup, top)
+}
+
+fn resolve_top(roots: &Roots, lookup: &dyn DevLookup, top: DevT) -> Result<Resolved> {
+    let found = chains(roots, lookup, top, 0)?;
+    let leaves: BTreeSet<DevT> = found.iter().map(|c| c.leaf).collect();
+    let mut stack: Vec<String> = found.iter().map(|c| c.layers.join(" > ")).collect();
+    stack.sort();
+    stack.dedup();
     Ok(Resolved {
         top,
-        leaves: resolve_dev(roots, lookup, top)?,
+        leaves: leaves.into_iter().collect(),
+        stack,
     })
 }
 
 /// Resolve a block device to the set of leaf whole disks.
 pub fn resolve_dev(roots: &Roots, lookup: &dyn DevLookup, dev: DevT) -> Result<Vec<DevT>> {
-    let mut out = BTreeSet::new();
-    leaves(roots, lookup, dev, 0, &mut out)?;
-    Ok(out.into_iter().collect())
+    Ok(resolve_top(roots, lookup, dev)?.leaves)
 }
 
 const MAX_DEPTH: usize = 16;
@@ -173,13 +74,58 @@ fn read_dev(path: &Path) -> Result<DevT> {
         .with_context(|| format!("unexpected content in {}", path.display()))
 }
 
-fn leaves(
-    roots: &Roots,
-    lookup: &dyn DevLookup,
-    dev: DevT,
-    depth: usize,
-    out: &mut BTreeSet<DevT>,
-) -> Result<()> {
+/// A sysfs attribute's value, if it exists and is not blank.
+fn attr(dir: &Path, rel: &str) -> Option<String> {
+    let v = sysio::read_opt(&dir.join(rel)).ok()??;
+    let v = v.trim();
+    (!v.is_empty()).then(|| v.to_string())
+}
+
+/// A whole disk by what survives a reboot and a rescan: its WWID (NVMe,
+/// SCSI), else its serial number (NVMe, virtio), else, for devices with
+/// neither (null_blk, brd, loop without a backing file), its name.
+fn disk_identity(real: &Path) -> String {
+    for rel in ["wwid", "device/wwid"] {
+        if let Some(v) = attr(real, rel) {
+            return format!("disk wwid={v}");
+        }
+    }
+    for rel in ["serial", "device/serial"] {
+        if let Some(v) = attr(real, rel) {
+            return format!("disk serial={v}");
+        }
+    }
+    let name = real.file_name().map(|n| n.to_string_lossy().into_owned());
+    format!("disk name={}", name.unwrap_or_default())
+}
+
+/// A stacking device (dm, md) by its UUID, else its name.
+fn stacked_identity(real: &Path) -> String {
+    if let Some(u) = attr(real, "dm/uuid") {
+        return format!("dm uuid={u}");
+    }
+    if let Some(n) = attr(real, "dm/name") {
+        return format!("dm name={n}");
+    }
+    let name = real.file_name().map(|n| n.to_string_lossy().into_owned());
+    let name = name.unwrap_or_default();
+    match attr(real, "md/uuid") {
+        Some(u) => format!("md uuid={u}"),
+        None => format!("stacked name={name}"),
+    }
+}
+
+/// One way down from a device to a leaf disk.
+struct Chain {
+    /// Identities from the device down to the leaf.
+    layers: Vec<String>,
+    leaf: DevT,
+}
+
+/// Every chain from `dev` down to the whole disks blk-cgroup acts on:
+/// through partitions (to their disk), dm/md (to each of their `slaves/`)
+/// and loop devices (to the device of their backing file's filesystem).
+fn chains(roots: &Roots, lookup: &dyn DevLookup, dev: DevT, depth: usize) -> Result<Vec<Chain>> {
     if depth > MAX_DEPTH {
         bail!("device {dev}: stacked more than {MAX_DEPTH} levels deep (a loop?)");
     }
@@ -190,13 +136,19 @@ fn leaves(
             link.display()
         )
     })?;
-    if real.join("partition").is_file() {
+    let below = |layer: String, d: DevT| -> Result<Vec<Chain>> {
+        let mut v = chains(roots, lookup, d, depth + 1)?;
+        for c in &mut v {
+            c.layers.insert(0, layer.clone());
+        }
+        Ok(v)
+    };
+    if let Some(n) = attr(&real, "partition") {
         // blk-cgroup takes limits on whole disks only.
         let disk = real
             .parent()
             .ok_or_else(|| anyhow!("partition {} has no parent disk", real.display()))?;
-        let d = read_dev(&disk.join("dev"))?;
-        return leaves(roots, lookup, d, depth + 1, out);
+        return below(format!("partition {n}"), read_dev(&disk.join("dev"))?);
     }
     let slaves = real.join("slaves");
     if slaves.is_dir() {
@@ -206,11 +158,12 @@ fn leaves(
             .collect();
         if !ents.is_empty() {
             ents.sort();
+            let me = stacked_identity(&real);
+            let mut all = Vec::new();
             for e in ents {
-                let d = read_dev(&e.join("dev"))?;
-                leaves(roots, lookup, d, depth + 1, out)?;
+                all.extend(below(me.clone(), read_dev(&e.join("dev"))?)?);
             }
-            return Ok(());
+            return Ok(all);
         }
     }
     let backing = real.join("loop/backing_file");
@@ -222,10 +175,12 @@ fn leaves(
         let d = match lookup.lookup(Path::new(file))? {
             Node::Block(d) | Node::File(d) => d,
         };
-        return leaves(roots, lookup, d, depth + 1, out);
+        return below(format!("loop file={file}"), d);
     }
-    out.insert(dev);
-    Ok(())
+    Ok(vec![Chain {
+        layers: vec![disk_identity(&real)],
+        leaf: dev,
+    }])
 }
 
 /// The kernel's name for a device (`DEVNAME` in its uevent), if any.
@@ -274,52 +229,5 @@ pub fn resolve_recorded(
     match lookup.lookup(&p)? {
         Node::Block(d) => resolve_dev(roots, lookup, d),
         Node::File(_) => bail!("{recorded} ({}) is not a block device", p.display()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn devt_parse() {
-        let cases = [
-            ("8:16", Some((8, 16))),
-            ("259:0", Some((259, 0))),
-            ("8:", None),
-            (":1", None),
-            ("8-16", None),
-            ("+8:1", None),
-            ("a:b", None),
-        ];
-        for (s, want) in cases {
-            let got = s.parse::<DevT>().ok().map(|d| (d.major, d.minor));
-            assert_eq!(got, want, "{s}");
-        }
-    }
-
-    #[test]
-    fn devt_raw() {
-        assert_eq!(
-            DevT::from_raw(0x0810),
-            DevT {
-                major: 8,
-                minor: 16
-            }
-        );
-        assert_eq!(
-            DevT::from_raw(0x10300),
-            DevT {
-                major: 259,
-                minor: 0
-            }
-        );
-        assert_eq!(
-            DevT::from_raw(0x100800),
-            DevT {
-                major: 8,
-                minor: 256
-            }
-        );
     }
 }

@@ -8,7 +8,11 @@ mod cli;
 mod config;
 mod configfs;
 mod device;
+#[cfg(debug_assertions)]
+mod devmap;
+mod devnum;
 mod limits;
+mod man;
 mod module;
 mod paths;
 mod restore;
@@ -21,10 +25,11 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 
 use crate::cli::{Cli, Command};
-use crate::device::{DevLookup, MapLookup, StatLookup};
+use crate::device::{DevLookup, StatLookup};
+use crate::paths::Roots;
 
 /// One error line on stderr: `nvmet-cgroup: error: ...`.
 pub fn print_error(msg: &str) {
@@ -32,26 +37,32 @@ pub fn print_error(msg: &str) {
     let _ = writeln!(std::io::stderr(), "nvmet-cgroup: error: {one_line}");
 }
 
-fn man(out: &mut Vec<u8>) -> Result<()> {
-    clap_mangen::Man::new(Cli::command())
-        .section("8")
-        .render(out)?;
-    Ok(())
+/// The roots and device lookup a debug build's hidden options point at
+/// (fixture trees in tests).
+#[cfg(debug_assertions)]
+fn environment(cli: &Cli) -> Result<(Roots, Box<dyn DevLookup>)> {
+    let lookup: Box<dyn DevLookup> = match &cli.roots.dev_map {
+        Some(f) => Box::new(devmap::MapLookup::load(f)?),
+        None => Box::new(StatLookup),
+    };
+    Ok((cli.roots.roots(), lookup))
+}
+
+/// The real mount points and `stat(2)`: a release build has nothing else.
+#[cfg(not(debug_assertions))]
+fn environment(_cli: &Cli) -> Result<(Roots, Box<dyn DevLookup>)> {
+    Ok((Roots::default(), Box::new(StatLookup)))
 }
 
 fn run(cli: &Cli, out: &mut Vec<u8>) -> Result<()> {
-    let roots = cli.roots.roots();
-    let lookup: Box<dyn DevLookup> = match &cli.roots.dev_map {
-        Some(f) => Box::new(MapLookup::load(f)?),
-        None => Box::new(StatLookup),
-    };
+    let (roots, lookup) = environment(cli)?;
     let systemd = cgroupfs::Systemctl;
     let attrs = sysio::Files;
     let mut text = String::new();
     let res = match &cli.command {
         Command::Bind(a) => bind::bind(&roots, &systemd, &attrs, a, &mut text),
         Command::Unbind(a) => bind::unbind(&roots, &attrs, a, &mut text),
-        Command::Limit(a) => apply::limit(&roots, lookup.as_ref(), a, &mut text),
+        Command::Limit(a) => apply::limit(&roots, lookup.as_ref(), &systemd, a, &mut text),
         Command::Status(a) => status::status(&roots, lookup.as_ref(), a, &mut text),
         Command::Save(a) => save::save(&roots, lookup.as_ref(), &a.file, a.force, &mut text),
         Command::Restore(a) => restore::restore(
@@ -63,7 +74,7 @@ fn run(cli: &Cli, out: &mut Vec<u8>) -> Result<()> {
             !a.no_reenable,
             &mut text,
         ),
-        Command::Man => man(out),
+        Command::Man => man::render(out),
     };
     out.extend_from_slice(text.as_bytes());
     res
@@ -97,12 +108,21 @@ fn main() -> ExitCode {
     };
     let mut out = Vec::new();
     let res = run(&cli, &mut out);
-    // Output first (a restore reports what it did before the final error);
-    // a closed stdout is not worth a panic.
-    let _ = std::io::stdout().write_all(&out);
-    let _ = std::io::stdout().flush();
+    // Output first (a restore reports what it did before the final error).
+    // A reader that went away (`| head`) is its own business; any other
+    // write error (a full disk) fails the command.
+    let mut stdout = std::io::stdout();
+    let written = stdout.write_all(&out).and_then(|()| stdout.flush());
+    let write_failed = match written {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            print_error(&format!("writing to standard output: {e}"));
+            true
+        }
+        _ => false,
+    };
     match res {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) if !write_failed => ExitCode::SUCCESS,
+        Ok(()) => ExitCode::FAILURE,
         Err(e) => {
             print_error(&format!("{e:#}"));
             ExitCode::FAILURE

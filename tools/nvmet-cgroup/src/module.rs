@@ -2,6 +2,8 @@
 //! The nvmet_cgroup module as seen from userspace: whether it is loaded and
 //! what it says about where a namespace's commands run.
 
+use std::collections::HashMap;
+
 use anyhow::{bail, Result};
 
 use crate::configfs::Namespace;
@@ -21,27 +23,55 @@ pub fn require_loaded(roots: &Roots, ns: &Namespace) -> Result<()> {
     Ok(())
 }
 
-/// Where the namespace's commands run, from the module's status file
-/// `DEBUGFS/nvmet_cgroup/namespaces`: one line per enabled namespace with a
-/// cgroup, `NQN NSID cgroup_id=ID mode=MODE rw=WHERE` (the ABI file
-/// documents it); this returns what follows `NQN NSID`.
-pub fn exec_info(roots: &Roots, ns: &Namespace) -> String {
-    if !roots.module_loaded() {
-        return "module not loaded".to_string();
+/// Where namespaces' commands run, from the module's status file
+/// `DEBUGFS/nvmet_cgroup/namespaces`, read once: one line per enabled
+/// namespace with a cgroup, `NQN NSID cgroup_id=ID mode=MODE rw=WHERE` (the
+/// ABI file documents it).
+pub struct ExecInfo {
+    /// What follows `NQN NSID`, per namespace; or why nothing is known.
+    lines: std::result::Result<HashMap<(String, u32), String>, String>,
+}
+
+impl ExecInfo {
+    pub fn load(roots: &Roots) -> ExecInfo {
+        let lines = if !roots.module_loaded() {
+            Err("module not loaded".to_string())
+        } else {
+            match sysio::read_opt(&roots.status_file()) {
+                Ok(Some(text)) => Ok(parse_status(&text)),
+                Ok(None) => {
+                    Err("unknown (no nvmet_cgroup status file: is debugfs mounted?)".to_string())
+                }
+                Err(e) => Err(format!("unknown ({e:#})")),
+            }
+        };
+        ExecInfo { lines }
     }
-    let text = match sysio::read_opt(&roots.status_file()) {
-        Ok(Some(s)) => s,
-        Ok(None) => {
-            return "unknown (no nvmet_cgroup status file: is debugfs mounted?)".to_string()
+
+    /// Where `ns`'s commands run.
+    pub fn of(&self, ns: &Namespace) -> String {
+        match &self.lines {
+            Err(why) => why.clone(),
+            Ok(map) => map
+                .get(&(ns.nqn.clone(), ns.nsid))
+                .cloned()
+                .unwrap_or_else(|| "not charged (not enabled with a cgroup)".to_string()),
         }
-        Err(e) => return format!("unknown ({e:#})"),
-    };
-    let nsid = ns.nsid.to_string();
-    text.lines()
-        .find_map(|line| {
-            let mut words = line.splitn(3, ' ');
-            (words.next() == Some(ns.nqn.as_str()) && words.next() == Some(nsid.as_str()))
-                .then(|| words.next().unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_else(|| "not charged (not enabled with a cgroup)".to_string())
+    }
+}
+
+fn parse_status(text: &str) -> HashMap<(String, u32), String> {
+    let mut map = HashMap::new();
+    for line in text.lines() {
+        let mut words = line.splitn(3, ' ');
+        let (Some(nqn), Some(nsid)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let Ok(nsid) = nsid.parse::<u32>() else {
+            continue;
+        };
+        let rest = words.next().unwrap_or("").trim().to_string();
+        map.entry((nqn.to_string(), nsid)).or_insert(rest);
+    }
+    map
 }

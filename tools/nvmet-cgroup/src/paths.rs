@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::device::DevT;
+use crate::devnum::DevT;
 
 /// The roots of the trees the tool works on.  The defaults are the real
 /// mount points; tests point them at fixture trees in a tempdir (through the

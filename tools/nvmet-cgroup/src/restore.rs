@@ -29,7 +29,10 @@ fn one(
     reenable: bool,
 ) -> Result<String> {
     let ns = Namespace::open(roots, &r.nqn, r.nsid)?;
-    // Everything that can be checked before a change is checked first.
+    // Everything that can be checked before a change is checked first; the
+    // device stack first of all: limits recorded for the disks of another
+    // stack would land on whatever the paths name now.
+    let verified = verify_stack(roots, lookup, &ns, r)?;
     let mut wanted: Vec<(DevT, Change)> = Vec::new();
     for d in &r.devices {
         let leaves = device::resolve_recorded(roots, lookup, &d.path)
@@ -52,15 +55,16 @@ fn one(
     let applied = cgroupfs::apply(roots, &plan, systemd)?;
     let id = applied.id;
     let write_all = || -> Result<(usize, bool)> {
-        let mut written = 0;
+        let mut rest = Vec::new();
         for (dev, c) in &wanted {
-            let rest = c.minus(&apply::read_limits(&dir, *dev)?);
-            if rest.is_empty() {
-                continue;
+            let r = c.minus(&apply::read_limits(&dir, *dev)?);
+            if !r.is_empty() {
+                apply::check_files(&dir, &r)?;
+                rest.push((*dev, r));
             }
-            apply::check_files(&dir, &rest)?;
-            written += apply::write_change(&dir, *dev, &rest)?.len();
         }
+        let done = apply::apply_change(roots, systemd, &plan.rel, &rest)?;
+        let written = done.iter().map(|(_, d)| d.len()).sum();
         Ok((written, bind::swap(w, &ns, &cur, id)?))
     };
     let (written, changed) = write_all().map_err(|e| bind::undo_unless_named(&applied, &ns, e))?;
@@ -69,11 +73,43 @@ fn one(
         (true, n) => format!("cgroup_id set, {n} limit line(s) written"),
         (false, n) => format!("{n} limit line(s) written"),
     };
+    let unchecked = if verified {
+        ""
+    } else {
+        " (no device stack in the file: not verified)"
+    };
     Ok(format!(
-        "{}: cgroup {} (id {id}): {what}",
+        "{}: cgroup {} (id {id}): {what}{unchecked}",
         ns.label(),
         show_rel(&plan.rel)
     ))
+}
+
+/// Refuse a record whose namespace now has another `device_path`, or whose
+/// device no longer reaches the same disks the same way (a dm device
+/// rebuilt over another disk, a loop device over another file).  False if
+/// the record has no stack to compare with.
+fn verify_stack(roots: &Roots, lookup: &dyn DevLookup, ns: &Namespace, r: &Record) -> Result<bool> {
+    let Some(saved) = &r.stack else {
+        return Ok(false);
+    };
+    let now_path = ns.device_path()?;
+    if now_path != r.device_path {
+        bail!(
+            "its device_path is now \"{now_path}\", not the saved \"{}\": nothing restored for it (bind, limit and save it again if the change is intended)",
+            r.device_path
+        );
+    }
+    let now = apply::ns_devices(roots, lookup, ns)
+        .context("its device stack can't be checked: nothing restored for it")?;
+    if &now.stack != saved {
+        bail!(
+            "the device stack under {now_path} changed since it was saved (saved: {}; now: {}): nothing restored for it, so that its limits do not land on other disks (bind, limit and save it again if the change is intended)",
+            saved.join("; "),
+            now.stack.join("; ")
+        );
+    }
+    Ok(true)
 }
 
 pub fn restore(

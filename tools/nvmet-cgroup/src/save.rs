@@ -13,21 +13,26 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::apply;
-use crate::cgroupfs;
+use crate::cgroupfs::{self, CgroupIndex};
 use crate::config::{self, DeviceRecord, Record, SaveFile};
 use crate::configfs::Namespace;
 use crate::device::{self, DevLookup};
 use crate::paths::Roots;
 
-fn record(roots: &Roots, lookup: &dyn DevLookup, ns: &Namespace) -> Result<Option<Record>> {
+fn record(
+    roots: &Roots,
+    lookup: &dyn DevLookup,
+    index: &CgroupIndex,
+    ns: &Namespace,
+) -> Result<Option<Record>> {
     if ns.cgroup_id()? == 0 {
         return Ok(None);
     }
-    let (_, rel) = apply::bound_cgroup(roots, ns)?;
+    let (_, rel) = apply::bound_cgroup_in(roots, index, ns)?;
     let res = apply::ns_devices(roots, lookup, ns)?;
     let dir = roots.cgroup_dir(&rel);
     let mut devices = Vec::new();
-    for leaf in res.leaves {
+    for leaf in res.leaves.iter().copied() {
         let l = apply::read_limits(&dir, leaf)?;
         if l.is_empty() {
             continue;
@@ -42,6 +47,7 @@ fn record(roots: &Roots, lookup: &dyn DevLookup, ns: &Namespace) -> Result<Optio
         slice: cgroupfs::slice_of(&rel),
         cgroup: rel,
         device_path: ns.device_path()?,
+        stack: Some(res.stack),
         devices,
     }))
 }
@@ -110,9 +116,10 @@ pub fn save(
     force: bool,
     out: &mut String,
 ) -> Result<()> {
+    let index = CgroupIndex::build(roots);
     let mut namespaces = Vec::new();
     for ns in Namespace::list(roots, None, None)? {
-        if let Some(r) = record(roots, lookup, &ns).context("nothing saved")? {
+        if let Some(r) = record(roots, lookup, &index, &ns).context("nothing saved")? {
             namespaces.push(r);
         }
     }

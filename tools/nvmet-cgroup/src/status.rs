@@ -19,22 +19,25 @@
 //!                          number | null },   // null: no limit / default weight
 //!       "stat": null | { "rbytes", "wbytes", "rios", "wios", "dbytes", "dios": number }
 //!     } ],
-//!     "exec": string                       // where the namespace's commands run
+//!     "exec": string,                      // where the namespace's commands run
+//!     "warnings": [ string ]               // e.g. io.max multiplied by striping
 //!   } ] }
 //! ```
 
 use std::fmt::Write as _;
 
 use anyhow::Result;
+use bytesize::ByteSize;
+use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use serde::Serialize;
 
 use crate::apply;
-use crate::cgroupfs;
+use crate::cgroupfs::CgroupIndex;
 use crate::cli::StatusArgs;
 use crate::configfs::Namespace;
 use crate::device::{self, DevLookup};
 use crate::limits::{self, DevLimits, IoStat};
-use crate::module;
+use crate::module::ExecInfo;
 use crate::paths::Roots;
 use crate::sysio;
 
@@ -57,6 +60,8 @@ pub struct NsStatus {
     pub device_error: Option<String>,
     pub devices: Vec<DevStatus>,
     pub exec: String,
+    /// What an operator should know: limits multiplied by striping.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -67,9 +72,15 @@ pub struct DevStatus {
     pub stat: Option<IoStat>,
 }
 
-fn one(roots: &Roots, lookup: &dyn DevLookup, ns: &Namespace) -> Result<NsStatus> {
+fn one(
+    roots: &Roots,
+    lookup: &dyn DevLookup,
+    index: &CgroupIndex,
+    exec: &ExecInfo,
+    ns: &Namespace,
+) -> Result<NsStatus> {
     let cgroup_id = ns.cgroup_id()?;
-    let cgroup_path = cgroupfs::find_by_id(roots, cgroup_id)?;
+    let cgroup_path = index.get(cgroup_id).map(str::to_string);
     let cgroup_state = match (cgroup_id, &cgroup_path) {
         (0, _) => "none",
         (_, Some(_)) => "bound",
@@ -97,7 +108,7 @@ fn one(roots: &Roots, lookup: &dyn DevLookup, ns: &Namespace) -> Result<NsStatus
             stat: dir.as_ref().and_then(|_| stats.get(&dev).cloned()),
         });
     }
-    Ok(NsStatus {
+    let mut st = NsStatus {
         nqn: ns.nqn.clone(),
         nsid: ns.nsid,
         device_path: ns.device_path()?,
@@ -108,14 +119,19 @@ fn one(roots: &Roots, lookup: &dyn DevLookup, ns: &Namespace) -> Result<NsStatus
         top_device,
         device_error,
         devices,
-        exec: module::exec_info(roots, ns),
-    })
+        exec: exec.of(ns),
+        warnings: Vec::new(),
+    };
+    st.warnings.extend(spread_warning(&st));
+    Ok(st)
 }
 
 pub fn collect(roots: &Roots, lookup: &dyn DevLookup, args: &StatusArgs) -> Result<StatusDoc> {
+    let index = CgroupIndex::build(roots);
+    let exec = ExecInfo::load(roots);
     let mut namespaces = Vec::new();
     for ns in Namespace::list(roots, args.nqn.as_deref(), args.nsid)? {
-        namespaces.push(one(roots, lookup, &ns)?);
+        namespaces.push(one(roots, lookup, &index, &exec, &ns)?);
     }
     Ok(StatusDoc {
         version: 1,
@@ -123,8 +139,118 @@ pub fn collect(roots: &Roots, lookup: &dyn DevLookup, args: &StatusArgs) -> Resu
     })
 }
 
+/// A limit as the table shows it: `max` for none.
 fn opt(v: Option<u64>) -> String {
     v.map_or_else(|| "max".to_string(), |n| n.to_string())
+}
+
+/// A byte rate or count in SI units (base 1000, as the limits are given).
+fn bytes(v: u64) -> String {
+    ByteSize(v).display().si().to_string()
+}
+
+fn bps(v: Option<u64>) -> String {
+    v.map_or_else(|| "max".to_string(), |n| format!("{}/s", bytes(n)))
+}
+
+/// An io.max key: its name, its value in a device's limits, how it shows.
+type CapKey = (
+    &'static str,
+    fn(&DevLimits) -> Option<u64>,
+    fn(u64) -> String,
+);
+
+/// io.max acts per (cgroup, disk): a namespace whose device spans several
+/// disks (dm or md striping, a concatenation) gets each limit once per
+/// disk.  The warning says so and gives the effective caps: the sum over
+/// the disks, or none when a disk has no limit for that key.
+fn spread_warning(ns: &NsStatus) -> Option<String> {
+    let limits: Vec<&DevLimits> = ns
+        .devices
+        .iter()
+        .filter_map(|d| d.limits.as_ref())
+        .collect();
+    if limits.len() < 2 {
+        return None;
+    }
+    let keys: [CapKey; 4] = [
+        ("riops", |l| l.riops, |n| n.to_string()),
+        ("wiops", |l| l.wiops, |n| n.to_string()),
+        ("rbps", |l| l.rbps, |n| format!("{}/s", bytes(n))),
+        ("wbps", |l| l.wbps, |n| format!("{}/s", bytes(n))),
+    ];
+    let mut caps = Vec::new();
+    for (key, get, show) in keys {
+        let set: Vec<u64> = limits.iter().filter_map(|l| get(l)).collect();
+        if set.is_empty() {
+            continue;
+        }
+        if set.len() < limits.len() {
+            caps.push(format!("{key} unlimited (a disk has no {key} limit)"));
+        } else {
+            let sum = set.iter().fold(0u64, |a, b| a.saturating_add(*b));
+            caps.push(format!("{key} {}", show(sum)));
+        }
+    }
+    if caps.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = ns.devices.iter().map(|d| d.dev.as_str()).collect();
+    Some(format!(
+        "io.max limits apply per disk and this namespace spans {} disks ({}): its I/O is capped at {} in all",
+        names.len(),
+        names.join(" "),
+        caps.join(", ")
+    ))
+}
+
+/// The terminal's width when standard output is one; `None` (no wrapping)
+/// for pipes and files.
+fn terminal_width() -> Option<u16> {
+    let ws = rustix::termios::tcgetwinsize(std::io::stdout()).ok()?;
+    (ws.ws_col > 0).then_some(ws.ws_col)
+}
+
+fn device_table(ns: &NsStatus) -> Table {
+    let mut t = Table::new();
+    t.load_style(presets::NOTHING);
+    if let Some(w) = terminal_width() {
+        t.set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(w.saturating_sub(2));
+    }
+    t.set_header([
+        "DEVICE", "RIOPS", "WIOPS", "RBPS", "WBPS", "WEIGHT", "LATENCY", "READ", "WRITTEN", "RIOS",
+        "WIOS",
+    ]);
+    for d in &ns.devices {
+        let Some(l) = &d.limits else { continue };
+        let name = match &d.name {
+            Some(n) => format!("{} {n}", d.dev),
+            None => d.dev.clone(),
+        };
+        let s = d.stat.clone().unwrap_or_default();
+        t.add_row([
+            name,
+            opt(l.riops),
+            opt(l.wiops),
+            bps(l.rbps),
+            bps(l.wbps),
+            l.weight
+                .map_or_else(|| "default".to_string(), |w| w.to_string()),
+            l.latency_us
+                .map_or_else(|| "max".to_string(), |us| format!("{us}us")),
+            bytes(s.rbytes),
+            bytes(s.wbytes),
+            s.rios.to_string(),
+            s.wios.to_string(),
+        ]);
+    }
+    for i in 1..t.column_count() {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
 }
 
 fn text(doc: &StatusDoc, out: &mut String) {
@@ -156,46 +282,13 @@ fn text(doc: &StatusDoc, out: &mut String) {
         let _ = writeln!(out, "  cgroup       {cg}");
         let _ = writeln!(out, "  devices      {devs}");
         let _ = writeln!(out, "  exec         {}", ns.exec);
-        if ns.devices.iter().any(|d| d.limits.is_some()) {
-            let _ = writeln!(
-                out,
-                "  {:<14} {:>10} {:>10} {:>12} {:>12} {:>7} {:>10} {:>14} {:>14} {:>10} {:>10}",
-                "DEVICE",
-                "RIOPS",
-                "WIOPS",
-                "RBPS",
-                "WBPS",
-                "WEIGHT",
-                "LAT(us)",
-                "RBYTES",
-                "WBYTES",
-                "RIOS",
-                "WIOS"
-            );
+        for w in &ns.warnings {
+            let _ = writeln!(out, "  warning      {w}");
         }
-        for d in &ns.devices {
-            let Some(l) = &d.limits else { continue };
-            let name = match &d.name {
-                Some(n) => format!("{} {n}", d.dev),
-                None => d.dev.clone(),
-            };
-            let s = d.stat.clone().unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "  {:<14} {:>10} {:>10} {:>12} {:>12} {:>7} {:>10} {:>14} {:>14} {:>10} {:>10}",
-                name,
-                opt(l.riops),
-                opt(l.wiops),
-                opt(l.rbps),
-                opt(l.wbps),
-                l.weight
-                    .map_or_else(|| "default".to_string(), |w| w.to_string()),
-                opt(l.latency_us),
-                s.rbytes,
-                s.wbytes,
-                s.rios,
-                s.wios
-            );
+        if ns.devices.iter().any(|d| d.limits.is_some()) {
+            for line in device_table(ns).lines() {
+                let _ = writeln!(out, "  {}", line.trim_end());
+            }
         }
     }
 }

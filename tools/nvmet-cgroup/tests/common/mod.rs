@@ -143,9 +143,15 @@ impl Fixture {
         write(&sdb1.join("dev"), &format!("{}\n", d(devs.sdb1)));
         write(&sdb1.join("partition"), "1\n");
         write(&sdb1.join("uevent"), "DEVNAME=sdb1\nDEVTYPE=partition\n");
+        // Stable identities, as the kernel shows them: a SCSI disk's WWID,
+        // a virtio disk's serial, an LVM volume's dm UUID; sdd has none.
+        write(&sdb.join("device/wwid"), "naa.5000c500a1b2c3d4\n");
         let sdc = disk("sdc", devs.sdc);
+        write(&sdc.join("serial"), "SERIAL-C\n");
         let sdd = disk("sdd", devs.sdd);
         let dm0 = disk("dm-0", devs.dm0);
+        write(&dm0.join("dm/name"), "vg0-a\n");
+        write(&dm0.join("dm/uuid"), "LVM-vg0a\n");
         fs::create_dir_all(dm0.join("slaves")).unwrap();
         symlink(&sdc, dm0.join("slaves/sdc")).unwrap();
         symlink(&sdd, dm0.join("slaves/sdd")).unwrap();
@@ -250,13 +256,18 @@ impl Fixture {
 
     pub fn cmd(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_nvmet-cgroup"));
-        c.env("NVMET_CGROUP_CONFIGFS", self.p("configfs"))
-            .env("NVMET_CGROUP_CGROUPFS", self.p("cgroup"))
-            .env("NVMET_CGROUP_SYSFS", self.p("sys"))
-            .env("NVMET_CGROUP_DEVFS", self.p("dev"))
-            .env("NVMET_CGROUP_DEBUGFS", self.p("debug"))
-            .env("NVMET_CGROUP_RUNDIR", self.p("run"))
-            .env("NVMET_CGROUP_DEVMAP", self.p("devmap.json"));
+        // The hidden root options of a debug build (what `cargo test` runs).
+        for (opt, dir) in [
+            ("--configfs", "configfs"),
+            ("--cgroupfs", "cgroup"),
+            ("--sysfs", "sys"),
+            ("--devfs", "dev"),
+            ("--debugfs", "debug"),
+            ("--rundir", "run"),
+            ("--dev-map", "devmap.json"),
+        ] {
+            c.arg(opt).arg(self.p(dir));
+        }
         c
     }
 
@@ -352,13 +363,22 @@ impl FakeSystemctl {
     /// A systemctl that, on `start`, creates the directories `dirs` (paths
     /// relative to `fx`'s cgroup root, top-down, as systemd makes a slice's
     /// levels) with the files of a fixture cgroup.
+    /// As systemd with `IOAccounting=yes`, it also enables io in the
+    /// `cgroup.subtree_control` of the root and of every level above the
+    /// last (writing `io`, as the kernel shows it, where the CLI would
+    /// append `+io`).
     pub fn creating(fx: &Fixture, dirs: &[&str], controllers: &str) -> FakeSystemctl {
         let mut script = String::from("[ \"$1\" = start ] || exit 0\n");
-        for rel in dirs {
+        let root = sh_quote(&fx.cg("").display().to_string());
+        script.push_str(&format!("printf 'io\\n' >{root}/cgroup.subtree_control\n"));
+        for (i, rel) in dirs.iter().enumerate() {
             let d = sh_quote(&fx.cg(rel).display().to_string());
             script.push_str(&format!("mkdir {d} || exit 1\n"));
             for (f, c) in cgroup_files(controllers) {
                 script.push_str(&format!("printf '%s' {} >{d}/{f}\n", sh_quote(c)));
+            }
+            if i + 1 < dirs.len() {
+                script.push_str(&format!("printf 'io\\n' >{d}/cgroup.subtree_control\n"));
             }
         }
         FakeSystemctl::new(&script)
