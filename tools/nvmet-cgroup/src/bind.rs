@@ -159,6 +159,13 @@ pub fn bind(
     if !cur.enabled && !roots.module_loaded() {
         let _ = writeln!(out, "note: load nvmet_cgroup before enabling the namespace");
     }
+    if roots.systemd_booted() && cgroupfs::slice_of(&plan.rel).is_none() {
+        let _ = writeln!(
+            out,
+            "warning: systemd manages this host's cgroup tree, and {} is not a slice: the +io above it is systemd's to keep, and it may take it back (systemctl daemon-reload) with every limit in it; bind to a slice (--slice) instead",
+            show_rel(&plan.rel)
+        );
+    }
     Ok(())
 }
 

@@ -1100,3 +1100,35 @@ fn limit_on_a_systemd_slice_goes_through_systemctl() {
     assert!(err.contains("IODeviceWeight="), "{err}");
     assert_eq!(fake.calls().len(), 2);
 }
+
+/// On a systemd host, a cgroup outside any slice is bound, with a warning
+/// that systemd may take its +io back.
+#[test]
+fn bind_outside_a_slice_on_a_systemd_host_warns() {
+    let f = Fixture::new();
+    f.boot_with_systemd();
+    let (code, out, err) = f.run(&["bind", NQN_A, "1", "--cgroup", "tenant-a"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(
+            "warning: systemd manages this host's cgroup tree, and tenant-a is not a slice"
+        ),
+        "{out}"
+    );
+    // A slice whose parents have io (systemd enabled it): no systemctl
+    // call, no warning.
+    fs::write(f.cg("tenants.slice/cgroup.subtree_control"), "io\n").unwrap();
+    let out = f.ok(&[
+        "bind",
+        NQN_A,
+        "2",
+        "--cgroup",
+        "tenants.slice/tenants-b.slice",
+    ]);
+    assert!(!out.contains("warning"), "{out}");
+    // Without systemd: no warning.
+    let f = Fixture::new();
+    assert!(!f
+        .ok(&["bind", NQN_A, "1", "--cgroup", "tenant-a"])
+        .contains("warning"));
+}
