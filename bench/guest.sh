@@ -229,10 +229,26 @@ job() {	# NAME DEV fio-args...
 # Where configuration $1's commands run, before its first timed jobs: 256
 # randreads on each nvme-loop namespace, counted by the fast-path tests'
 # kprobe on the glue (inline = the transport's thread, context = the lanes).
-# A policy left enabled on a device, say, would silently turn C into L.
-# The probe exists only while counting (and the module is loaded); text is
-# patched only between jobs (see fastpath_lib.sh).
+# A policy left enabled on a device, say, would silently turn C into L:
+# a configuration whose commands did not take the path it names ends the
+# run (paths_expected).  The probe exists only while counting (and the
+# module is loaded); text is patched only between jobs (see fastpath_lib.sh).
 fp_tracing_options || die "tracing options"
+
+# paths_expected CONFIG BDEV_INLINE BDEV_CONTEXT FILE_INLINE FILE_CONTEXT:
+# whether the counts are the configuration's path (bench/summarize.py
+# checks the same): B none through the module (cgroup_id unset); C and R
+# every command in the transport's thread; D (io.cost on both devices) and
+# L (fast_path=0) every command in the execution context.
+paths_expected() {
+	case "$1" in
+	B) [ "$2$3$4$5" = 0000 ] ;;
+	C|R) [ "$2" -gt 0 ] && [ "$3" = 0 ] && [ "$4" -gt 0 ] && [ "$5" = 0 ] ;;
+	D|L) [ "$2" = 0 ] && [ "$3" -gt 0 ] && [ "$4" = 0 ] && [ "$5" -gt 0 ] ;;
+	*) true ;;
+	esac
+}
+
 paths() {	# CONFIG
 	local ns dev runs line=$1
 	lsmod | grep -q '^nvmet_cgroup ' || return 0
@@ -246,6 +262,9 @@ paths() {	# CONFIG
 	done
 	echo '-:nvmet_cgroup_test/run' >> "$TRACE/kprobe_events"
 	echo "$line" >> "$OUT/paths.txt"
+	# shellcheck disable=SC2086 # the five fields
+	paths_expected $line ||
+		die "configuration $1 did not take its path: bdev inline/context, file inline/context:$(echo "$line" | cut -d' ' -f2-)"
 }
 
 for ((round = 1; round <= ROUNDS; round++)); do

@@ -21,6 +21,31 @@ CONFIGS = {"A": "stock nvmet", "B": "module, cgroup_id unset",
            "V0": "v12, cgroup_id unset", "V1": "v12, cgroup_id set",
            "VD": "v12, cgroup_id set + io.cost"}
 ORDER = ["A", "B", "C", "D", "L", "R", "V0", "V1", "VD"]
+def path_mismatches(paths):
+    """What bench/guest.sh's paths_expected checks, for the counts of
+    paths.txt (CONFIG -> [bdev inline, bdev context, file inline, file
+    context]): B runs nothing through the module, C and R every command in
+    the transport's thread, D and L every command in the execution context.
+    Returns a message per configuration that did not take its path."""
+    wrong = []
+    for c, (bi, bc, fi, fc) in paths.items():
+        if c == "B":
+            ok = bi == bc == fi == fc == 0
+            want = "no command through the module"
+        elif c in ("C", "R"):
+            ok = bi > 0 and fi > 0 and bc == fc == 0
+            want = "every command in the transport's thread"
+        elif c in ("D", "L"):
+            ok = bc > 0 and fc > 0 and bi == fi == 0
+            want = "every command in the execution context"
+        else:
+            continue
+        if not ok:
+            wrong.append("configuration %s did not take its path (%s): bdev inline %d, context %d; "
+                         "file inline %d, context %d" % (c, want, bi, bc, fi, fc))
+    return wrong
+
+
 # The second reference: the upstream patch v12 with cgroup_id set, whose
 # seed figure is -24 % IOPS against stock.
 V12_SET = "V1"
@@ -357,8 +382,11 @@ def main(raw, out):
                      "a kprobe on the glue's nvmet_cgroup_req_run).")
         print("\n" + "\n".join(lines))
         report.append("\n".join(lines))
-        if "C" in paths and (paths["C"][1] or paths["C"][3]):
-            print("WARNING: configuration C did not run on the fast path", file=sys.stderr)
+        wrong = path_mismatches(paths)
+        if wrong:
+            for w in wrong:
+                print("FAILED: " + w, file=sys.stderr)
+            sys.exit(1)
 
     scale_io = [r for r in rows if r["transport"] == SCALE]
     if scale_io:

@@ -29,8 +29,15 @@ errtext() {
 # The store table: label | input (printf %b; @N:C is N copies of C) |
 # expected (=VALUE: accepted and shown as VALUE; an errno: rejected, the
 # value stays 7).
+#
+# No row writes nothing: a write(2) of 0 bytes never reaches nvmet's store
+# (configfs's fill_write_buffer() copies nothing and fails it with EFAULT
+# before the store is called), and no tool in the guest issues one (dd,
+# head -c 0, bash's and busybox's printf and echo -n, cp, tee: traced with
+# strace, none calls write(2) for empty input).  The emptiest inputs the
+# store can see are one byte: "\n" (newline_only, an empty line) and "\0"
+# (nul_only, the empty C string that kstrtou64 parses).
 STORE_ROWS=(
-	"empty_write||=7"
 	"newline_only|\\n|EINVAL"
 	"space_only| |EINVAL"
 	"leading_space| 5|EINVAL"
@@ -77,6 +84,7 @@ write_input() {
 
 store_row() {	# INPUT EXPECTED
 	local in=$1 want=$2 err st shown
+	[ -n "$in" ] || fail "an empty input makes no write(2): the row tests nothing" || return
 	echo 7 > "$NS/cgroup_id" || return
 	# one write(2) of the whole input, as a configuring tool makes it
 	err=$( { write_input "$in" | dd of="$NS/cgroup_id" bs=64k iflag=fullblock \

@@ -118,7 +118,7 @@ moved() {	# DISK WRITES: DISK completed more than WRITES
 # summary)
 load_start() {
 	local d1 d2 w1 w2
-	d1=$(host_dev "$(nqn "$1")" 1) && d2=$(host_dev "$(nqn "$1")" 2) || return
+	d1=$(host_ns "$1" 1) && d2=$(host_ns "$1" 2) || return
 	w1=$(writes_done "${d1#/dev/}") && w2=$(writes_done "${d2#/dev/}") || return
 	rm -f "$OUT-load-$1"
 	fio --rw=randwrite --bs=4k --offset=$LOAD_OFF --size=$LOAD_SIZE --direct=1 \
@@ -264,7 +264,7 @@ patterns() {
 	shift
 	for a in "$@"; do
 		case "$a" in
-		[TLDX]) s=$a ;;
+		[TLDMX]) s=$a ;;
 		*) d=$(host_ns "$s" "$a") || return; devs+=("$d") ;;
 		esac
 	done
@@ -299,20 +299,102 @@ rmmod_refused_under_load() {
 	[ $st = 0 ] || fail "rmmod under load"
 }
 
+# Errors a fio may end with when its namespace goes away under it (see
+# port_unlink_under_load): EIO, ENXIO, ENODEV, ENOSPC, ENOLINK, and
+# EOPNOTSUPP (95): a disabled namespace answers Invalid Namespace, which the
+# host fails with BLK_STS_NOTSUPP.
+GONE_ERRNOS="5 6 19 28 67 95"
+
+# flap_start: one fio (fio takes seconds to start here), a job on
+# namespace 3 of T and one on namespace 3 of L, sequential 4k writes with
+# crc32c headers from LOAD_OFF on, verified once written (--do_verify):
+# the disable lands in the write phase, so the jobs fail before they read
+# (a read of a namespace the host is removing reads nothing, which fio
+# would report as corrupt: see port_unlink_under_load); what they wrote is
+# checked after the enable (flap_check)
+FLAP_N=2048
+flap_start() {
+	local dt dl wt wl
+	dt=$(host_ns T 3) && dl=$(host_ns L 3) || return
+	wt=$(writes_done "${dt#/dev/}") && wl=$(writes_done "${dl#/dev/}") || return
+	rm -f "$OUT-flap"
+	fio --rw=write --bs=4k --offset=$LOAD_OFF --size=$((FLAP_N * 4096)) --direct=1 \
+		--ioengine=libaio --iodepth=4 --rate_iops=$((4 * LOAD_IOPS)) --verify=crc32c \
+		--do_verify=1 --verify_fatal=1 --verify_state_save=0 --thread \
+		--name=flapT --filename="$dt" --name=flapL --filename="$dl" \
+		--output="$OUT-flap" > /dev/null 2>&1 &
+	LOAD_PID[flap]=$!
+	wait_for 60 moved "${dt#/dev/}" "$wt" && wait_for 60 moved "${dl#/dev/}" "$wl" ||
+		fail "fio on T 3 and L 3 did not start writing"
+}
+
+# flap_end: the fio on the two namespaces disabled under it must exit
+# within 60 s, with no verify error, and each job with err=0 or one of
+# GONE_ERRNOS; FLAP_KIB[S] is what job S wrote, FLAP_ERR[S] its error
+declare -A FLAP_KIB FLAP_ERR
+flap_end() {
+	local pid=${LOAD_PID[flap]} s err kib
+	timeout 60 tail --pid="$pid" -f /dev/null ||
+		{ kill -KILL "$pid"; fail "fio on T 3 and L 3 still runs 60 s after the disable: a lost command"; return; }
+	wait "$pid"
+	! grep -qiE 'verify|bad magic|mismatch' "$OUT-flap" ||
+		fail "fio on T 3 and L 3: a verify error: $(grep -m 1 -iE 'verify|magic|mismatch' "$OUT-flap")" || return
+	for s in T L; do
+		# job S's section: "flapS: (groupid=...): err= N..." up to the next job's
+		err=$(sed -n "s/^flap$s: (groupid.*): err= *\([0-9]*\)[: ].*/\1/p" "$OUT-flap")
+		[ -n "$err" ] || fail "fio on $s 3: no summary" || return
+		[ "$err" = 0 ] || [[ " $GONE_ERRNOS " == *" $err "* ]] ||
+			fail "fio on $s 3: err=$err, expected 0 or one of $GONE_ERRNOS" || return
+		# "write: IOPS=..., BW=... (...)(NKiB/...)": what completed
+		kib=$(awk -v job="flap$s:" '$1 == job { on = 1; next } /^flap[TL]: / { on = 0 }
+			on && / write: IOPS=/ { print; exit }' "$OUT-flap" |
+			sed -n 's/.*(\([0-9.]*\)\([KMG]i\)B\/[0-9]*msec).*/\1 \2/p' |
+			awk '{ m = $2 == "Mi" ? 1024 : $2 == "Gi" ? 1048576 : 1; print int($1 * m) }')
+		FLAP_KIB[$s]=${kib:-0} FLAP_ERR[$s]=$err
+	done
+}
+
+# flap_check: after the enable, what each job wrote before the disable
+# reads back verified (one fio), less the last iodepth's blocks (writes
+# that were in flight may have been failed)
+flap_check() {
+	local s d blocks jobs=()
+	for s in T L; do
+		blocks=$((FLAP_KIB[$s] / 4 - 4))
+		[ "$blocks" -gt 0 ] || continue
+		d=$(host_ns "$s" 3) || return
+		jobs+=(--name="flap$s" --filename="$d" --size=$((blocks * 4096)))
+	done
+	[ ${#jobs[@]} -gt 0 ] || return 0
+	timeout 120 fio --rw=write --bs=4k --offset=$LOAD_OFF --direct=1 --ioengine=libaio \
+		--iodepth=4 --verify=crc32c --verify_only=1 --verify_fatal=1 --verify_state_save=0 \
+		--output-format=terse "${jobs[@]}" > /dev/null ||
+		fail "what fio wrote to T 3 and L 3 before the disable does not verify"
+}
+
 # disable/enable namespace 3 of T (bdev, tcp) and of L (file, loop) while
-# the load runs on namespaces 1 and 2 of both: each disable returns in
-# bounded time, the load sees nothing, and namespace 3's data is intact
+# fio writes (crc32c) to each of them and the load runs on namespaces 1
+# and 2 of both: each disable returns in bounded time, the fio on the
+# disabled namespace ends (done, or one of GONE_ERRNOS), never hangs, and
+# what it wrote reads back after the enable; the load sees nothing, and
+# namespace 3's data from setup is intact
 disable_enable_under_load() {
 	local r i start
-	r=$(rounds 3 50)
+	r=$(rounds 2 50)
 	announce disable_enable_under_load "$r"
 	load_start_all || return
 	start=$SECONDS
 	for ((i = 0; i < r; i++)); do
-		ns_set T 3 0 && ns_set L 3 0 && ns_set T 3 1 && ns_set L 3 1 ||
+		flap_start || { load_stop_all; return 1; }
+		sleep 2
+		ns_set T 3 0 && ns_set L 3 0 || { load_stop_all; return 1; }
+		flap_end || { load_stop_all; return 1; }
+		echo "round $i: T 3 wrote ${FLAP_KIB[T]} KiB (err=${FLAP_ERR[T]}), L 3 ${FLAP_KIB[L]} KiB" \
+			"(err=${FLAP_ERR[L]}) before the disable"
+		ns_set T 3 1 && ns_set L 3 1 && flap_check ||
 			{ load_stop_all; return 1; }
 	done
-	echo "$r rounds of disable and enable of two namespaces in $((SECONDS - start)) s"
+	echo "$r rounds of disable and enable of two namespaces under fio in $((SECONDS - start)) s"
 	load_stop_all && patterns_intact T 3 L 3
 }
 
@@ -501,33 +583,136 @@ unload_reload_with_namespaces() {
 
 # CPU 1 taken offline and back while the lanes (fast_path=0) carry the
 # load; while it is offline, a namespace with a cgroup is disabled and
-# enabled: its commands queued on CPU 1's lane must still all complete
+# enabled: its commands queued on CPU 1's lane must still all complete.
+# So that lanes hold commands when the CPU goes, namespace 4 of T sits on a
+# one-tag null_blk completing each read after 50 ms, under a fio of 16
+# reads at a time on CPU 1: its lane worker waits for the tag while the
+# transport queues the rest behind it.  Over nvme-tcp the target's io_work
+# runs on the CPU the host's data arrived on, so CPU 1's lane is the one
+# filled.  Two kprobes on the glue record each command queued in a lane
+# (nvmet_cgroup_req_push, on the CPU that queued it) and each command run
+# (nvmet_cgroup_req_run); a command queued on CPU 1 and not yet run when
+# the offline of CPU 1 began was on its lane as it went down.  At least one
+# such command, and every command queued is run (none queued twice without
+# a run in between, none left at the end).
+TRACE=/sys/kernel/debug/tracing
+PUSH_PROBE='p:nvmet_cgroup_test/push nvmet_cgroup:nvmet_cgroup_req_push req=$arg2:x64'
+RUN_PROBE='p:nvmet_cgroup_test/run nvmet_cgroup:nvmet_cgroup_req_run req=$arg1:x64 own_ctx=$arg2:u8'
+
+# lanes_trace on|stop|off: the two events, recorded on a clock common to
+# the CPUs; stop ends the recording, off removes the probes (which clears
+# the trace: count first)
+lanes_trace() {
+	if [ "$1" = on ]; then
+		echo 0 > "$TRACE/options/record-cmd" && echo 0 > /proc/sys/debug/kprobes-optimization &&
+		echo global > "$TRACE/trace_clock" && echo 8192 > "$TRACE/buffer_size_kb" &&
+		echo "$PUSH_PROBE" >> "$TRACE/kprobe_events" && echo "$RUN_PROBE" >> "$TRACE/kprobe_events" &&
+		echo > "$TRACE/trace" && echo 1 > "$TRACE/events/nvmet_cgroup_test/enable"
+	elif [ "$1" = stop ]; then
+		echo 0 > "$TRACE/events/nvmet_cgroup_test/enable"
+	else
+		echo 0 > "$TRACE/events/nvmet_cgroup_test/enable"
+		echo '-:nvmet_cgroup_test/push' >> "$TRACE/kprobe_events"
+		echo '-:nvmet_cgroup_test/run' >> "$TRACE/kprobe_events"
+		echo local > "$TRACE/trace_clock"
+	fi
+}
+
+# "QUEUED_AT_OFFLINE PUSHED RUN LOST ON_CPU1" from the trace: commands
+# queued on CPU 1 and not run when a "cpu1 going down" marker came;
+# commands queued and run; commands queued and never run (or queued again
+# before their run); commands queued on CPU 1
+lanes_count() {
+	awk '/cpu1 going down/ { for (r in cpu) if (cpu[r] == 1) down[r] = 1; next }
+		/ push: / { match($0, /\[[0-9]+\]/); c = substr($0, RSTART + 1, RLENGTH - 2) + 0
+			r = $0; sub(/.*req=/, "", r); sub(/ .*/, "", r)
+			if (r in cpu) lost++
+			cpu[r] = c; pushed++; on1 += (c == 1); next }
+		/ run: / { r = $0; sub(/.*req=/, "", r); sub(/ .*/, "", r)
+			if (!(r in cpu)) next
+			if (r in down) at_down++
+			delete cpu[r]; delete down[r]; run++ }
+		END { for (r in cpu) lost++; printf "%d %d %d %d %d\n", at_down, pushed, run, lost, on1 }' "$TRACE/trace"
+}
+
 cpu_hotplug_lanes() {
-	local r i st=0 cpu=/sys/devices/system/cpu/cpu1/online
+	local r i st=0 cpu=/sys/devices/system/cpu/cpu1/online d4 pid at_down pushed run lost on1
 	r=$(rounds 1 20)
 	announce cpu_hotplug_lanes "$r"
 	[ -w $cpu ] || fail "no CPU hotplug for cpu1" || return
 	reload_module fast_path=0 || return
+	nullb_create nullb6 16 irqmode=2 completion_nsec=50000000 hw_queue_depth=1 &&
+	ns_create "$NQN_T" 4 /dev/nullb6 cgroup_id="$(cg_id faults/flap)" || return
 	! grep -v -e ' mode=lanes ' -e '^$' "$STATUS" || fail "a namespace is not in mode lanes" || return
-	load_start_all || return
-	for ((i = 0; i < r; i++)); do
+	d4=$(host_ns T 4) || return
+	# armed before any I/O (the host's scan of namespace 4 done): kernel
+	# text is not patched under commands (fastpath_lib.sh)
+	sleep 2
+	lanes_trace on || fail "cannot add the kprobes" || return
+	load_start_all || { lanes_trace off; return 1; }
+	fio --name=slow --filename="$d4" --rw=randread --bs=4k --direct=1 --ioengine=libaio --cpus_allowed=1 \
+		--iodepth=16 --time_based --runtime=1800 --thread --output="$OUT-slow" > /dev/null 2>&1 &
+	pid=$!
+	wait_for 30 inflight "${d4#/dev/}" || st=1
+	for ((i = 0; i < r && st == 0; i++)); do
+		sleep 2
+		echo "cpu1 going down" > "$TRACE/trace_marker"
 		echo 0 > $cpu || { echo "round $i: cpu1 offline failed"; st=1; break; }
 		sleep 1
 		ns_set T 3 0 && ns_set L 3 0 && ns_set T 3 1 && ns_set L 3 1 || st=1
 		echo 1 > $cpu || { echo "round $i: cpu1 online failed"; st=1; break; }
-		[ $st = 0 ] || break
-		sleep 1
 	done
 	[ "$(cat $cpu)" = 1 ] || echo 1 > $cpu
 	echo "$r rounds of cpu1 offline (a disable and an enable meanwhile) and online"
+	kill -INT $pid
+	timeout 60 tail --pid=$pid -f /dev/null || { echo "the slow fio did not exit: a lost command"; kill -KILL $pid; st=1; }
+	wait $pid
+	echo "slow reads: $(grep -o 'err= *[0-9]*' "$OUT-slow" | xargs); $(sed -n 's/.*issued rwts: total=\([0-9]*\),.*/\1 issued/p' "$OUT-slow")"
+	grep -q 'err= *0:' "$OUT-slow" || st=1
 	load_stop_all || st=1
+	# every namespace's commands done: a disable waits for its own
+	ns_set T 4 0 || st=1
+	lanes_trace stop
+	read -r at_down pushed run lost on1 <<< "$(lanes_count)"
+	lanes_trace off
+	echo "lanes: $pushed commands queued ($on1 on CPU 1), $run run, $lost lost; $at_down were on CPU 1's lanes as it went down"
+	[ "$lost" = 0 ] && [ "$pushed" = "$run" ] || { echo "a queued command never ran"; st=1; }
+	[ "${at_down:-0}" -gt 0 ] || { echo "no command was on CPU 1's lanes when it went down"; st=1; }
+	ns_destroy "$NQN_T" 4 && nullb_destroy nullb6 || st=1
 	reload_module || st=1
 	[ $st = 0 ] || fail "CPU hotplug under the lanes"
 }
 
-# Many namespaces in many cgroups, enabled and disabled by parallel loops
-# (four, each with a quarter of the cgroups) while the load runs: every enable and disable
-# succeeds, and the status file ends with exactly the enabled ones.
+# many_io NNS NCG: a host connected to M (nvme-loop) writes and verifies
+# 64 KiB on every namespace, one fio job each, and every namespace's
+# cgroup is charged for it on nullb1 (the files' ext4)
+many_io() {
+	local nns=$1 ncg=$2 i d jobs=() w0=() w1 short=0
+	for ((i = 0; i < ncg; i++)); do
+		w0[i]=$(cg_stat "faults/many/$i" /dev/nullb1 wios)
+	done
+	for ((i = 1; i <= nns; i++)); do
+		d=$(host_ns M "$i") || return
+		jobs+=(--name="m$i" --filename="$d")
+	done
+	timeout 300 fio --rw=write --bs=4k --size=64k --direct=1 --ioengine=libaio --iodepth=4 \
+		--verify=crc32c --do_verify=1 --verify_fatal=1 --verify_state_save=0 \
+		--output-format=terse "${jobs[@]}" > "$OUT-many-io" ||
+		fail "fio on the $nns namespaces failed: $(grep -m 1 -iE 'error|verify' "$OUT-many-io")" || return
+	for ((i = 0; i < ncg; i++)); do
+		w1=$(cg_stat "faults/many/$i" /dev/nullb1 wios)
+		# each cgroup holds nns / ncg namespaces of 16 writes each
+		[ $((w1 - w0[i])) -ge $((nns / ncg * 16)) ] || short=$((short + 1))
+	done
+	echo "$nns namespaces written and verified, one fio job each; $((ncg - short)) of $ncg cgroups charged at least $((nns / ncg * 16)) writes"
+	[ $short = 0 ] || fail "$short cgroups were not charged for their namespaces' writes"
+}
+
+# Many namespaces in many cgroups, behind a connected host (nvme-loop),
+# enabled and disabled by parallel loops (four, each with a quarter of the
+# cgroups) while the load runs: every enable and disable succeeds, the
+# status file ends with exactly the enabled ones, and then the host writes
+# and verifies every namespace, each charged to its cgroup.
 many_namespaces() {
 	local nns ncg r i p pids=() st=0 lines
 	nns=$(rounds 16 128) ncg=$(rounds 4 32) r=$(rounds 1 5)
@@ -542,6 +727,7 @@ many_namespaces() {
 		ns_create "$NQN_M" "$i" "$MNT/m$i.img" cgroup_id="$(cg_id "faults/many/$((i % ncg))")" ||
 			return
 	done
+	port_add_subsys 2 "$NQN_M" && host_connect loop "$NQN_M" || return
 	load_start_all || return
 	for ((p = 0; p < 4; p++)); do
 		(
@@ -557,11 +743,13 @@ many_namespaces() {
 	for p in "${pids[@]}"; do
 		wait "$p" || st=1
 	done
-	cat "$OUT"-many-* 2>/dev/null
+	cat "$OUT"-many-[0-3] 2>/dev/null
 	load_stop_all || st=1
 	lines=$(grep -c "^$NQN_M " "$STATUS")
 	echo "status file: $lines namespaces of $NQN_M"
 	[ "$lines" = "$nns" ] || st=1
+	[ $st = 0 ] && many_io "$nns" "$ncg" || st=1
+	host_disconnect "$NQN_M" && rm "$NVMET_CFS/ports/2/subsystems/$NQN_M" || st=1
 	subsys_destroy "$NQN_M" && cg_remove faults/many || st=1
 	grep -q "^$NQN_M " "$STATUS" && { echo "status file still lists $NQN_M"; st=1; }
 	[ $st = 0 ] || fail "many namespaces"
@@ -717,9 +905,11 @@ memory_pressure() {
 }
 
 teardown() {
+	[ ! -d "$TRACE/events/nvmet_cgroup_test" ] || lanes_trace off
 	nvme disconnect -n "$NQN_T" > /dev/null 2>&1
 	nvme disconnect -n "$NQN_L" > /dev/null 2>&1
 	nvme disconnect -n "$NQN_D" > /dev/null 2>&1
+	nvme disconnect -n "$NQN_M" > /dev/null 2>&1
 	port_destroy 1 && port_destroy 2 &&
 	subsys_destroy "$NQN_T" && subsys_destroy "$NQN_L" && subsys_destroy "$NQN_D" &&
 	subsys_destroy "$NQN_M" && subsys_destroy "$NQN_X" &&

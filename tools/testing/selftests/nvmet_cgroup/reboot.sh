@@ -67,10 +67,18 @@ configure_and_save() {
 	io_max_has tenants.slice/tenants-b.slice /dev/nullb1 rbps=20000000 || return
 	! grep -qE '[0-9]+:[0-9]+' "$SAVED" || fail "the saved file names a device by MAJ:MIN" || return
 	cg_id tenants/a > /tmp/reboot-old-ids && cg_id tenants.slice/tenants-b.slice >> /tmp/reboot-old-ids &&
-	devnum /dev/nullb0 > /tmp/reboot-old-devs
+	devnum /dev/nullb0 > /tmp/reboot-old-devs || return
+	! grep -qwf /tmp/reboot-old-ids "$SAVED" && ! grep -q cgroup_id "$SAVED" ||
+		fail "the saved file carries a cgroup ID"
 }
 
-# Everything goes, and comes back in another order.
+# Everything goes, and comes back in another order.  A real reboot starts
+# cgroup IDs (kernfs inode numbers) again from the same place, so an old
+# ID names some other cgroup or none; within one boot the kernel never
+# hands a freed ID out again.  So the stale record is simulated: spare,
+# created after the teardown, stands for the cgroup that tenants/a's old ID
+# names after the reboot, and /tmp/reboot-stale-id holds that ID: what a
+# tool that restored cgroup_id by number would write into namespace 1.
 simulated_reboot() {
 	port_destroy 1 && subsys_destroy "$NQN" && rmmod nvmet_cgroup && umount "$MNT" &&
 	nullb_destroy nullb0 && nullb_destroy nullb1 && rmmod null_blk &&
@@ -83,6 +91,8 @@ simulated_reboot() {
 	! grep -qx "$(cg_id tenants.slice/tenants-b.slice)" /tmp/reboot-old-ids ||
 		fail "a cgroup kept its ID" || return
 	[ "$(devnum /dev/nullb0)" != "$(cat /tmp/reboot-old-devs)" ] || fail "nullb0 kept its number" || return
+	cg_id spare > /tmp/reboot-stale-id || return
+	echo "the old ID of tenants/a now names spare: $(cat /tmp/reboot-stale-id) (simulated)"
 	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/1/enable")" = 1 ] &&
 	[ "$(cat "$NVMET_CFS/subsystems/$NQN/namespaces/1/cgroup_id")" = 0 ] ||
 		fail "the namespace is not enabled unbound, as after nvmetcli restore"
@@ -101,10 +111,18 @@ no_cgroup_charged() {
 }
 
 # Between the target's restore and the bindings', the namespaces serve I/O
-# unbound: it goes to the root, never to a cgroup that an old ID now names
-# (spare was created where the old IDs were freed).
+# unbound: it goes to the root, never to the cgroup that tenants/a's old ID
+# now names (spare: see simulated_reboot).  Nothing restores an ID by
+# number: nvmetcli's config carries no cgroup_id and the CLI's save file
+# none either (bind_limit_save_with_the_cli).
 io_before_the_unit_runs_uncharged() {
-	local d1 d2
+	local d1 d2 stale
+	stale=$(cat /tmp/reboot-stale-id) || return
+	[ "$(find "$CG" -maxdepth 1 -inum "$stale" -type d)" = "$CG/spare" ] &&
+	[ "$stale" != "$(cg_id tenants/a)" ] ||
+		fail "the stale ID $stale does not name spare, a cgroup other than tenants/a" || return
+	echo "namespace 1's cgroup_id: $(cat "$NVMET_CFS/subsystems/$NQN/namespaces/1/cgroup_id")," \
+		"namespace 2's: $(cat "$NVMET_CFS/subsystems/$NQN/namespaces/2/cgroup_id"); the stale ID $stale names spare"
 	host_connect loop "$NQN" && d1=$(host_dev "$NQN" 1) && d2=$(host_dev "$NQN" 2) || return
 	fio_job "$d1" randread 4k --size=1M >/dev/null && fio_job "$d2" randwrite 4k --size=1M >/dev/null &&
 	host_disconnect "$NQN" || return
