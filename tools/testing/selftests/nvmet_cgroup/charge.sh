@@ -9,19 +9,17 @@ cd "$(dirname "$0")" || exit 1
 . ./case_lib.sh
 . ./nvmet_lib.sh
 . ./cgroup_lib.sh
+. ./fastpath_lib.sh
 
 NQN=nqn.2026-11.io.nvmet-cgroup:charge
 SUB=$NVMET_CFS/subsystems/$NQN
 MNT=/mnt/charge
-TRACE=/sys/kernel/debug/tracing
 # Every association the module makes (kthread_associate_blkcg(css)): which
 # css a command's bios are charged to (0: the association cleared)
 ASSOC_PROBE='p:nvmet_cgroup_test/assoc kthread_associate_blkcg css=%di:x64'
 ASSOC_EVENT=$TRACE/events/nvmet_cgroup_test/assoc
-# Where a command runs: own_ctx=1 in the namespace's execution context
-# (fastpath_lib.sh's probe)
-RUN_PROBE='p:nvmet_cgroup_test/run nvmet_cgroup:nvmet_cgroup_req_run own_ctx=$arg2:u8'
-RUN_EVENT=$TRACE/events/nvmet_cgroup_test/run
+# Where a command runs (own_ctx=1: the namespace's execution context):
+# fastpath_lib.sh's probe, FP_PROBE, counted by its fp_runs.
 
 # nullb0: namespaces 1 and 2; nullb1: namespace 3 alone, so that its own
 # read counter is namespace 3's reads; nullb2: ext4 for the file
@@ -42,8 +40,8 @@ setup() {
 	port_create 1 loop && port_add_subsys 1 "$NQN" && host_connect loop "$NQN" || return
 	# kprobes patched in only between jobs (see fastpath_lib.sh)
 	# one clock for every CPU: the markers are ordered against the events
-	echo 0 > "$TRACE/options/record-cmd" && echo 0 > /proc/sys/debug/kprobes-optimization &&
-	echo global > "$TRACE/trace_clock" && echo "$ASSOC_PROBE" >> "$TRACE/kprobe_events" && echo "$RUN_PROBE" >> "$TRACE/kprobe_events" ||
+	fp_tracing_options && echo global > "$TRACE/trace_clock" &&
+	echo "$ASSOC_PROBE" >> "$TRACE/kprobe_events" && echo "$FP_PROBE" >> "$TRACE/kprobe_events" ||
 		fail "cannot add the kprobes" || return
 	echo 8192 > "$TRACE/buffer_size_kb"
 }
@@ -142,17 +140,6 @@ cgroup_removed_under_io() {
 	[ "$c1" = 0 ] || fail "re-created cgroup was charged without re-setting cgroup_id"
 }
 
-# fp-style count of where the commands of "$@" ran: "INLINE CONTEXT"
-runs_of() {
-	local st
-	echo > "$TRACE/trace" && echo 1 > "$RUN_EVENT/enable" || return
-	"$@" >/dev/null
-	st=$?
-	echo 0 > "$RUN_EVENT/enable"
-	[ $st = 0 ] || { echo "command failed: $*" >&2; return 1; }
-	awk '/ run: / { if (/own_ctx=0/) i++; else c++ } END { printf "%d %d\n", i, c }' "$TRACE/trace"
-}
-
 # file_stat FIELD: the file namespace's cgroup's io.stat on ext4's device
 file_stat() {
 	cg_stat charge/file /dev/nullb2 "$1"
@@ -180,7 +167,7 @@ file_flush_wz_dsm() {
 		fail "unexpected LBA size" || return
 	sync
 	wi0=$(file_stat wios) wb0=$(file_stat wbytes)
-	runs=$(runs_of nvme flush "$dev" -n 4) || fail "flush failed" || return
+	runs=$(fp_runs nvme flush "$dev" -n 4) || fail "flush failed" || return
 	wi1=$(file_stat wios) wb1=$(file_stat wbytes)
 	echo "flush: ran inline/context $runs; charge/file on nullb2: wios +$((wi1 - wi0)), wbytes +$((wb1 - wb0))"
 	[ "$runs" = "0 1" ] || fail "the flush did not run once in the execution context" || return
@@ -190,7 +177,7 @@ file_flush_wz_dsm() {
 		sync
 		s0=$(grep "^$(devnum /dev/nullb2) " "$CG/charge/file/io.stat")
 		# shellcheck disable=SC2086 # the command's words
-		runs=$(runs_of nvme $cmd) || fail "nvme ${cmd%% *} failed" || return
+		runs=$(fp_runs nvme $cmd) || fail "nvme ${cmd%% *} failed" || return
 		s1=$(grep "^$(devnum /dev/nullb2) " "$CG/charge/file/io.stat")
 		echo "${cmd%% *}: ran inline/context $runs; charge/file on nullb2 before: ${s0#* }; after: ${s1#* }"
 		[ "$runs" = "0 1" ] || fail "${cmd%% *} did not run once in the execution context" || return

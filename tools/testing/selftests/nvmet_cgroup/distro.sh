@@ -11,10 +11,10 @@ cd "$(dirname "$0")" || exit 1
 . ./case_lib.sh
 . ./nvmet_lib.sh
 . ./cgroup_lib.sh
+. ./cli_lib.sh
 
 KVER=$(uname -r)
 NQN=nqn.2026-12.io.nvmet-cgroup:distro
-CLI=$(cd ../../../.. && pwd)/target/release/nvmet-cgroup
 SOFTDEP=/etc/modprobe.d/nvmet-cgroup.conf
 
 kernel_is_the_distributions() {
@@ -54,7 +54,7 @@ softdep_loads_nvmet_cgroup() {
 # so, writing nothing; io.max limits go through.
 io_latency_unavailable() {
 	local out
-	[ -x "$CLI" ] || fail "$CLI is missing: build it with make cli" || return
+	cli_built || return
 	nullb_create nullb0 64 && subsys_create "$NQN" && ns_create "$NQN" 1 /dev/nullb0 &&
 	"$CLI" bind "$NQN" 1 --cgroup distro --create --reenable || return
 	[ -f "$CG/distro/io.max" ] || fail "no io.max in $CG/distro" || return

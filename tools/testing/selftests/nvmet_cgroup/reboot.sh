@@ -15,9 +15,8 @@ cd "$(dirname "$0")" || exit 1
 . ./case_lib.sh
 . ./nvmet_lib.sh
 . ./cgroup_lib.sh
+. ./cli_lib.sh
 
-TOPDIR=$(cd ../../../.. && pwd)
-CLI=$TOPDIR/target/release/nvmet-cgroup
 UNIT=$TOPDIR/packaging/systemd/nvmet-cgroup.service
 NQN=nqn.2026-11.io.nvmet-cgroup:reboot
 MNT=/mnt/reboot
@@ -49,7 +48,7 @@ io_max_has() {
 }
 
 setup() {
-	[ -x "$CLI" ] || fail "$CLI is missing: build it with make cli" || return
+	cli_built || return
 	modprobe nvmet && devices_up nullb0 nullb1 && target_up && modprobe nvmet_cgroup
 }
 

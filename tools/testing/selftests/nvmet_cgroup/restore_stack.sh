@@ -12,9 +12,8 @@ cd "$(dirname "$0")" || exit 1
 . ./case_lib.sh
 . ./nvmet_lib.sh
 . ./cgroup_lib.sh
+. ./cli_lib.sh
 
-TOPDIR=$(cd ../../../.. && pwd)
-CLI=$TOPDIR/target/release/nvmet-cgroup
 NQN=nqn.2026-12.io.nvmet-cgroup:stack
 DM=stack-tenant
 UUID=TEST-stack-tenant-0001
@@ -32,7 +31,7 @@ dm_over() {
 }
 
 setup() {
-	[ -x "$CLI" ] || fail "$CLI is missing: build it with make cli" || return
+	cli_built || return
 	modprobe nvmet && modprobe nvmet_cgroup && nullb_create nullb0 64 && nullb_create nullb1 64 &&
 	nullb_create nullb2 64 && dm_over /dev/nullb0 && subsys_create "$NQN" &&
 	ns_create "$NQN" 1 "/dev/mapper/$DM" && ns_create "$NQN" 2 /dev/nullb1

@@ -14,9 +14,8 @@ cd "$(dirname "$0")" || exit 1
 . ./case_lib.sh
 . ./nvmet_lib.sh
 . ./cgroup_lib.sh
+. ./cli_lib.sh
 
-TOPDIR=$(cd ../../../.. && pwd)
-CLI=$TOPDIR/target/release/nvmet-cgroup
 NQN=nqn.2026-12.io.nvmet-cgroup:systemd
 SLICE=tenants-a.slice
 A=tenants.slice/tenants-a.slice
@@ -33,7 +32,7 @@ limits_in_io_max() {
 }
 
 setup() {
-	[ -x "$CLI" ] || fail "$CLI is missing: build it with make cli" || return
+	cli_built || return
 	[ "$(cat /proc/1/comm)" = systemd ] && [ -d /run/systemd/system ] ||
 		fail "PID 1 is $(cat /proc/1/comm), not systemd (run under scripts/vm --systemd)" || return
 	systemctl --version | head -n 1
