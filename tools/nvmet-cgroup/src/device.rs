@@ -107,12 +107,11 @@ fn stacked_identity(real: &Path) -> String {
     if let Some(n) = attr(real, "dm/name") {
         return format!("dm name={n}");
     }
-    let name = real.file_name().map(|n| n.to_string_lossy().into_owned());
-    let name = name.unwrap_or_default();
-    match attr(real, "md/uuid") {
-        Some(u) => format!("md uuid={u}"),
-        None => format!("stacked name={name}"),
+    if let Some(u) = attr(real, "md/uuid") {
+        return format!("md uuid={u}");
     }
+    let name = real.file_name().map(|n| n.to_string_lossy().into_owned());
+    format!("stacked name={}", name.unwrap_or_default())
 }
 
 /// One way down from a device to a leaf disk.

@@ -13,10 +13,15 @@ use roff::{bold, italic, roman, Roff};
 
 use crate::cli::{Cli, DEFAULT_FILE};
 
+/// `text` on one line, runs of white space as one space.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Paragraphs of a help text.
 fn paragraphs(roff: &mut Roff, text: &str) {
     for p in text.split("\n\n") {
-        let p = p.split_whitespace().collect::<Vec<_>>().join(" ");
+        let p = one_line(p);
         if !p.is_empty() {
             roff.control("PP", []).text([roman(p)]);
         }
@@ -52,7 +57,7 @@ fn options(roff: &mut Roff, cmd: &Command) {
             .or_else(|| arg.get_help())
             .map(|h| h.to_string())
             .unwrap_or_default();
-        let mut help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut help = one_line(&help);
         let defaults: Vec<String> = arg
             .get_default_values()
             .iter()

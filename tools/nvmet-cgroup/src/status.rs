@@ -149,8 +149,13 @@ fn bytes(v: u64) -> String {
     ByteSize(v).display().si().to_string()
 }
 
+/// A byte rate: `20.0 MB/s`.
+fn rate(n: u64) -> String {
+    format!("{}/s", bytes(n))
+}
+
 fn bps(v: Option<u64>) -> String {
-    v.map_or_else(|| "max".to_string(), |n| format!("{}/s", bytes(n)))
+    v.map_or_else(|| "max".to_string(), rate)
 }
 
 /// An io.max key: its name, its value in a device's limits, how it shows.
@@ -176,8 +181,8 @@ fn spread_warning(ns: &NsStatus) -> Option<String> {
     let keys: [CapKey; 4] = [
         ("riops", |l| l.riops, |n| n.to_string()),
         ("wiops", |l| l.wiops, |n| n.to_string()),
-        ("rbps", |l| l.rbps, |n| format!("{}/s", bytes(n))),
-        ("wbps", |l| l.wbps, |n| format!("{}/s", bytes(n))),
+        ("rbps", |l| l.rbps, rate),
+        ("wbps", |l| l.wbps, rate),
     ];
     let mut caps = Vec::new();
     for (key, get, show) in keys {
