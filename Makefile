@@ -13,7 +13,13 @@ KDIR ?= $(CACHE)/kernel/$(FLAVOUR)/obj
 MO ?= $(CURDIR)/build/$(FLAVOUR)
 # A clang-built tree needs its modules built with the same LLVM.
 LLVM_FLAGS = $(if $(shell grep -s '^CONFIG_CC_IS_CLANG=y' $(KDIR)/.config),LLVM=-19)
-KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) MO=$(MO) $(LLVM_FLAGS)
+# The module's sources are where the series puts them in the kernel
+# (patches/0005): the out-of-tree build is a build of that directory, with
+# its Kconfig option given on the command line and nvmet.h taken from the
+# kernel tree, which carries the series.
+MODSRC = $(CURDIR)/drivers/nvme/target/cgroup
+KMAKE = $(MAKE) -C $(KDIR) M=$(MODSRC) MO=$(MO) $(LLVM_FLAGS) CONFIG_NVME_TARGET_CGROUP=m \
+	KCFLAGS="$(KCFLAGS) -I$(KDIR)/source/drivers/nvme/target"
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: all module kernel deps check check-debian check-long demo bench vm fmt fmt-check clippy rust-analyzer clean \
@@ -46,10 +52,10 @@ test-modules: kernel
 	$(MAKE) -C $(KDIR) M=$(TESTMODS) MO=$(MO)/test_modules $(LLVM_FLAGS) modules
 
 fmt:
-	rustfmt --config-path $(KDIR)/source/.rustfmt.toml --edition 2021 rust/*.rs
+	rustfmt --config-path $(KDIR)/source/.rustfmt.toml --edition 2021 $(MODSRC)/*.rs
 
 fmt-check:
-	rustfmt --check --config-path $(KDIR)/source/.rustfmt.toml --edition 2021 rust/*.rs
+	rustfmt --check --config-path $(KDIR)/source/.rustfmt.toml --edition 2021 $(MODSRC)/*.rs
 
 rust-analyzer: kernel
 	$(KMAKE) rust-analyzer
@@ -184,20 +190,19 @@ uninstall:
 	$(depmod)
 
 # make dkms: the DKMS source tree as it goes to /usr/src/nvmet-cgroup-VERSION
+# (its build scripts and patches/: the module's sources are the series'
+# last patch, built where it puts them)
 # (packaging/dkms/dkms.conf, Documentation/admin-guide.rst), in build/dkms/.
 # VERSION is the project's, the CLI's crate version.
 PKG_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' tools/nvmet-cgroup/Cargo.toml | head -n 1)
 DKMS_TREE = build/dkms/nvmet-cgroup-$(PKG_VERSION)
 dkms:
 	rm -rf $(DKMS_TREE)
-	mkdir -p $(DKMS_TREE)/rust $(DKMS_TREE)/glue $(DKMS_TREE)/patches
+	mkdir -p $(DKMS_TREE)/patches
 	sed 's/@VERSION@/$(PKG_VERSION)/' packaging/dkms/dkms.conf > $(DKMS_TREE)/dkms.conf
 	install -m 0755 packaging/dkms/build.sh $(DKMS_TREE)/build.sh
 	install -m 0644 packaging/dkms/kbuild-lib.sh $(DKMS_TREE)/kbuild-lib.sh
 	install -m 0644 packaging/dkms/prepare-kernel.sh $(DKMS_TREE)/prepare-kernel.sh
-	install -m 0644 Kbuild $(DKMS_TREE)/Kbuild
-	install -m 0644 rust/*.rs $(DKMS_TREE)/rust/
-	install -m 0644 glue/*.c glue/*.h $(DKMS_TREE)/glue/
 	install -m 0644 patches/series patches/*.patch $(DKMS_TREE)/patches/
 	@echo $(DKMS_TREE)
 

@@ -9,19 +9,20 @@
 # /lib/modules/VERSION/build).  nvmet_cgroup.ko needs an nvmet with
 # patches/ applied, and a distribution ships nvmet as modules built from its
 # own source, while its headers package has no drivers/nvme.  So this takes
-# drivers/nvme/ and block/ (the module includes its private elevator.h) from
-# the distribution's kernel source: --ksrc, else $KSRC, else Debian's
-# /usr/src/linux-source-X.Y.tar.xz (package linux-source-X.Y), a tarball or
-# an unpacked tree.  It copies them into ksrc/ next to this script, applies
-# patches/series there, builds every module the kernel's config builds in
-# drivers/nvme/target (nvmet and its transports) with the kernel's own
-# Kbuild, then nvmet_cgroup.ko against that patched nvmet.  --prepare-only
+# drivers/nvme/ from the distribution's kernel source: --ksrc, else $KSRC,
+# else Debian's /usr/src/linux-source-X.Y.tar.xz (package
+# linux-source-X.Y), a tarball or an unpacked tree.  It copies it into
+# ksrc/ next to this script, applies patches/series there (the last patch
+# adds nvmet_cgroup's sources, drivers/nvme/target/cgroup), and builds
+# with the kernel's own Kbuild every module the kernel's config builds in
+# drivers/nvme/target (nvmet and its transports) plus nvmet_cgroup, as
+# CONFIG_NVME_TARGET_CGROUP=m would in the kernel's tree.  --prepare-only
 # stops after patching.  Before anything long it checks that rustc, bindgen,
 # the C compiler and pahole are the ones the kernel was built with; and
 # when KBUILD has no Rust metadata (Debian's headers have none) it builds
 # the kernel's build directory from the same source once per kernel
-# (prepare-kernel.sh, cached in /var/cache/nvmet-cgroup/kernel/VERSION).  NAME=VALUE arguments go to every make, but for
-# the compiler's (below).
+# (prepare-kernel.sh, cached in /var/cache/nvmet-cgroup/kernel/VERSION).
+# NAME=VALUE arguments go to every make, but for the compiler's (below).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -90,14 +91,13 @@ mapfile -t patches < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$here/patches/se
 [ ${#patches[@]} -gt 0 ] || die "patches/series lists no patch"
 
 # What to copy: the top Makefile (its version), drivers/nvme (target/, and
-# host/'s headers that nvme-loop, nvmet-fc and passthru include), block/
-# (elevator.h and the headers it pulls in), and any other file a patch
-# touches (0001 documents the attribute in Documentation/ABI), so that
+# host/'s headers that nvme-loop, nvmet-fc and passthru include), and any
+# other file a patch touches (Documentation/ABI, MAINTAINERS), so that
 # every patch applies whole with -p1 at the copy's root.
-paths=(Makefile drivers/nvme block)
+paths=(Makefile drivers/nvme)
 while read -r f; do
 	case "$f" in
-	Makefile|drivers/nvme/*|block/*) ;;
+	Makefile|drivers/nvme/*) ;;
 	*) paths+=("$f") ;;
 	esac
 done < <(sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "${patches[@]/#/$here/patches/}" | sort -u)
@@ -190,14 +190,10 @@ kmake() { make -C "$kbuild" "${llvm[@]}" "${make_args[@]}" "$@"; }
 # CONFIG_NVME_TARGET_* as in a kernel build: every transport the
 # distribution ships is rebuilt, since each embeds struct nvmet_req (which
 # the series grows) in its own requests and cannot run with the patched
-# nvmet as shipped.
-log "building nvmet and its transports ${llvm[*]}"
-kmake -j"$jobs" M="$target" modules
+# nvmet as shipped.  nvmet_cgroup, which no distribution's config has yet,
+# is built by giving its option here; build.sh checked its dependencies
+# (RUST, BLK_CGROUP) above.
+log "building nvmet, its transports and nvmet_cgroup ${llvm[*]}"
+kmake -j"$jobs" M="$target" CONFIG_NVME_TARGET_CGROUP=m modules
 
-# nvmet_cgroup (the Kbuild next to this script) sees the patched nvmet.h and
-# links against the symbols of the nvmet just built, not the kernel's.
-log "building nvmet_cgroup"
-kmake -j"$jobs" M="$here" NVMET_SRC="$target" BLOCK_SRC="$work/block" \
-	KBUILD_EXTRA_SYMBOLS="$target/Module.symvers" modules
-
-log "built: $(cd "$here" && echo ksrc/drivers/nvme/target/*.ko ./*.ko)"
+log "built: $(cd "$here" && echo ksrc/drivers/nvme/target/*.ko ksrc/drivers/nvme/target/cgroup/*.ko)"

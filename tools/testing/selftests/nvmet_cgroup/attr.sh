@@ -92,7 +92,7 @@ enable_fails() {
 # (never silently uncharged); one without enables normally
 enable_without_module() {
 	echo "$(cg_id "$CGP")" > "$SUB/namespaces/1/cgroup_id" &&
-	enable_fails 1 "Operation not supported" "nsid 1: cgroup_id $(cg_id "$CGP") is set, but no module charges I/O to cgroups: load nvmet_cgroup" || return
+	enable_fails 1 "Operation not supported" "nsid 1: cgroup_id $(cg_id "$CGP") is set, but no execution extension is registered to charge its I/O" || return
 	echo 1 > "$SUB/namespaces/2/enable" || fail "namespace 2 (no cgroup) did not enable" || return
 	echo 0 > "$SUB/namespaces/2/enable"
 }

@@ -3,51 +3,49 @@
 //! Safe handles to nvmet's namespaces and I/O commands.
 
 use crate::raw;
-use core::{marker::PhantomData, mem::ManuallyDrop, ptr::NonNull};
+use core::{mem::ManuallyDrop, ptr::NonNull};
 use kernel::{bindings, prelude::*, types::Opaque};
 
-/// A namespace being enabled, borrowed for the duration of nvmet's call.
+/// An nvmet namespace (`struct nvmet_ns`).
 ///
 /// # Invariants
 ///
-/// `ptr` points to a namespace with a cgroup ID that nvmet is enabling, under
-/// its subsystem's lock and with its backend open, for `'a`.
-pub(crate) struct Ns<'a> {
-    ptr: NonNull<raw::nvmet_ns>,
-    _call: PhantomData<&'a raw::nvmet_ns>,
-}
+/// Instances are only reached as `&Namespace` handed out by
+/// [`Namespace::from_raw`]: a namespace with a cgroup ID that nvmet is
+/// enabling, under its subsystem's lock and with its backend open, for as
+/// long as the reference lives.
+#[repr(transparent)]
+pub(crate) struct Namespace(Opaque<raw::nvmet_ns>);
 
-impl<'a> Ns<'a> {
-    /// Creates a handle for nvmet's call to enable the namespace.
+impl Namespace {
+    /// Borrows a namespace for nvmet's call to enable it.
     ///
     /// # Safety
     ///
     /// `ptr` is a non-NULL namespace that nvmet is enabling, under its
     /// subsystem's lock and with its backend open, for `'a`.
-    pub(crate) unsafe fn from_raw(ptr: *mut raw::nvmet_ns) -> Self {
-        Self {
-            // SAFETY: Non-NULL, as the caller guarantees.
-            ptr: unsafe { NonNull::new_unchecked(ptr) },
-            _call: PhantomData,
-        }
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut raw::nvmet_ns) -> &'a Self {
+        // SAFETY: `Namespace` is `repr(transparent)` over `struct nvmet_ns`,
+        // and the caller guarantees the pointer for `'a`.
+        unsafe { &*ptr.cast::<Self>() }
     }
 
     /// The ID of the cgroup its I/O is charged to (configfs `cgroup_id`).
     pub(crate) fn cgroup_id(&self) -> u64 {
         // SAFETY: By the type invariant.
-        unsafe { raw::nvmet_cgroup_ns_cgroup_id(self.ptr.as_ptr()) }
+        unsafe { raw::nvmet_cgroup_ns_cgroup_id(self.0.get()) }
     }
 
     /// Whether the namespace uses buffered (page cache) I/O.
     pub(crate) fn buffered_io(&self) -> bool {
         // SAFETY: By the type invariant.
-        unsafe { raw::nvmet_cgroup_ns_buffered_io(self.ptr.as_ptr()) }
+        unsafe { raw::nvmet_cgroup_ns_buffered_io(self.0.get()) }
     }
 
     /// The namespace ID.
     pub(crate) fn nsid(&self) -> u32 {
         // SAFETY: By the type invariant.
-        unsafe { raw::nvmet_cgroup_ns_nsid(self.ptr.as_ptr()) }
+        unsafe { raw::nvmet_cgroup_ns_nsid(self.0.get()) }
     }
 
     /// The NQN of the namespace's subsystem.
@@ -55,13 +53,13 @@ impl<'a> Ns<'a> {
         // SAFETY: By the type invariant; the subsystem outlives its
         // namespaces and its NQN is a NUL-terminated string that does not
         // change while it has any.
-        unsafe { CStr::from_char_ptr(raw::nvmet_cgroup_ns_subsys_nqn(self.ptr.as_ptr())) }
+        unsafe { CStr::from_char_ptr(raw::nvmet_cgroup_ns_subsys_nqn(self.0.get())) }
     }
 
     /// Whether the namespace is backed by a file rather than a block device.
     pub(crate) fn is_file(&self) -> bool {
         // SAFETY: By the type invariant: the backend is open.
-        unsafe { raw::nvmet_cgroup_ns_file(self.ptr.as_ptr()) }
+        unsafe { raw::nvmet_cgroup_ns_file(self.0.get()) }
     }
 
     /// The backing device or file, for messages.
@@ -69,7 +67,7 @@ impl<'a> Ns<'a> {
         // SAFETY: By the type invariant; the glue returns a NUL-terminated
         // string that lives as long as the namespace's configuration, which
         // cannot change while the subsystem's lock is held.
-        unsafe { CStr::from_char_ptr(raw::nvmet_cgroup_ns_device_path(self.ptr.as_ptr())) }
+        unsafe { CStr::from_char_ptr(raw::nvmet_cgroup_ns_device_path(self.0.get())) }
     }
 
     /// The block queue behind the namespace's backing device or file, if
@@ -77,7 +75,7 @@ impl<'a> Ns<'a> {
     pub(crate) fn backing_queue(&self) -> BackingQueue {
         // SAFETY: By the type invariant the backend is open, so the queue it
         // returns, if any, is alive.
-        let q = NonNull::new(unsafe { raw::nvmet_cgroup_ns_queue(self.ptr.as_ptr()) });
+        let q = NonNull::new(unsafe { raw::nvmet_cgroup_ns_queue(self.0.get()) });
         // SAFETY: `q` is alive (see above); `blk_get_queue` takes a reference
         // unless the queue is dying.
         let held = q.filter(|q| unsafe { bindings::blk_get_queue(q.as_ptr()) });

@@ -10,7 +10,7 @@
 
 use crate::{
     exec::NsExec,
-    nvmet::{Ns, Req},
+    nvmet::{Namespace, Req},
     raw,
 };
 use kernel::{ffi::c_void, prelude::*, types::ForeignOwnable};
@@ -36,8 +36,8 @@ const _: [unsafe extern "C" fn(*mut raw::nvmet_req, *mut c_void); 2] =
 #[no_mangle]
 unsafe extern "C" fn nvmet_cgroup_rs_ns_enable(ns: *mut raw::nvmet_ns) -> *mut c_void {
     // SAFETY: As required by this function's contract.
-    let ns = unsafe { Ns::from_raw(ns) };
-    match NsExec::enable(&ns) {
+    let ns = unsafe { Namespace::from_raw(ns) };
+    match NsExec::enable(ns) {
         Ok(ctx) => ctx.into_foreign(),
         Err(e) => e.to_ptr(),
     }
@@ -69,7 +69,11 @@ unsafe extern "C" fn nvmet_cgroup_rs_ns_disable(_ns: *mut raw::nvmet_ns, ctx: *m
 unsafe extern "C" fn nvmet_cgroup_rs_execute(req: *mut raw::nvmet_req, ctx: *mut c_void) {
     // SAFETY: As required by this function's contract.
     let req = unsafe { Req::from_raw(req) };
-    // SAFETY: `ctx` came from `into_foreign`, and it is not taken back with
+    // SAFETY: `ctx` came from `into_foreign`: nvmet stored it in
+    // `ns->exec_ctx` before publishing `ns->exec_ext` with a release, and
+    // redirected this command only after an acquire load saw `exec_ext`, so
+    // the glue read the pointer `ns_enable` returned and the context it
+    // initialised, on any architecture.  It is not taken back with
     // `from_foreign` before this call returns (see above).
     let ctx = unsafe { Context::borrow(ctx) };
     ctx.submit(req);

@@ -7,13 +7,13 @@
 //! commands always run in the execution context).  It is computed when the
 //! file is read, from the same facts the fast path decides from, so it
 //! follows policies being enabled and turned off.  `nvmet-cgroup status`
-//! prints it; the format is in `Documentation/ABI/configfs-nvmet-cgroup`.
+//! prints it; [`NsStatus`] writes the format.
 //! Nothing here is on the I/O path: namespaces are added when they are
 //! enabled and removed when they are disabled.
 
 use crate::{
     fast_path::Mode,
-    nvmet::{BackingQueue, Ns},
+    nvmet::{BackingQueue, Namespace},
 };
 use core::fmt;
 use kernel::{prelude::*, str::CString, sync::Arc};
@@ -55,7 +55,7 @@ pub(crate) struct Registration(Arc<NsStatus>);
 
 impl Registration {
     /// Adds a namespace being enabled to the status file.
-    pub(crate) fn new(ns: &Ns<'_>, mode: Mode) -> Result<Self> {
+    pub(crate) fn new(ns: &Namespace, mode: Mode) -> Result<Self> {
         let status = Arc::new(
             NsStatus {
                 nqn: CString::try_from(ns.subsys_nqn())?,

@@ -7,12 +7,12 @@
 //! the module does.  It calls the module only to enable a namespace whose
 //! `cgroup_id` is set; this checks what v12 checks at that point.
 
-use crate::{cgroup::CgroupRef, nvmet::Ns};
-use kernel::prelude::*;
+use crate::{cgroup::Cgroup, nvmet::Namespace};
+use kernel::{prelude::*, sync::aref::ARef};
 
 /// The cgroup a namespace being enabled charges its I/O to, looked up in the
 /// enabling task's cgroup namespace.
-pub(crate) fn resolve(ns: &Ns<'_>) -> Result<CgroupRef> {
+pub(crate) fn resolve(ns: &Namespace) -> Result<ARef<Cgroup>> {
     let id = ns.cgroup_id();
     // Writeback of buffered writes is charged through the page cache's
     // memcg, not to this cgroup.
@@ -23,7 +23,7 @@ pub(crate) fn resolve(ns: &Ns<'_>) -> Result<CgroupRef> {
         );
         return Err(EINVAL);
     }
-    CgroupRef::from_id(id).inspect_err(|e| {
+    Cgroup::from_id(id).inspect_err(|e| {
         pr_err!(
             "failed to resolve cgroup id {} for nsid {}: {:?}\n",
             id,

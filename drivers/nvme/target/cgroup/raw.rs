@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Raw declarations of the C glue (`glue/nvmet_cgroup_glue.h`).
+//! Raw declarations of the C glue (`nvmet_cgroup_glue.h`).
 //!
-//! bindgen generates them from the glue's header at build time (see `Kbuild`),
+//! bindgen generates them from the glue's header at build time (see the `Makefile`),
 //! so they cannot drift from the C.  Only the safe handles ([`crate::nvmet`],
 //! [`crate::cgroup`], [`crate::exec_queue`]) and the entry points
 //! ([`crate::entry`]) use them.

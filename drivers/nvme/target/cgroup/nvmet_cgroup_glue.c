@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * C glue between nvmet's private header and the Rust module: the extension's
+ * C glue between nvmet's header and the Rust module: the extension's
  * ops table, accessors for the few nvmet fields the module reads, the facts
  * the fast path decides from, and wrappers for static inline kernel helpers
  * and macros that Rust cannot call.  Exported kernel functions are called
  * from Rust through the kernel crate's bindings, not from here.
  */
+#include <linux/blk-mq.h>
 #include <linux/cgroup.h>
 #include <linux/llist.h>
-#include <linux/major.h>
+#include <linux/magic.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/workqueue.h>
 #include "nvmet.h"
-#include "elevator.h"	/* block/: the elevator's name */
 #include "nvmet_cgroup_glue.h"
 
 static void nvmet_cgroup_execute(struct nvmet_req *req)
@@ -84,32 +84,27 @@ void nvmet_cgroup_req_abort(struct nvmet_req *req)
 }
 
 /*
- * Filesystems that keep every file's data on sb->s_bdev.  Others may not
- * (an XFS realtime file lives on the rt device, btrfs and f2fs can span
- * devices), so their namespaces always use the execution context.
+ * Filesystems that keep every file's data on sb->s_bdev: the ext2/3/4
+ * driver (one magic for all three).  Others may not (an XFS realtime file
+ * lives on the rt device, btrfs and f2fs can span devices), so their
+ * namespaces always use the execution context.
  */
 static bool nvmet_cgroup_single_bdev_fs(const struct super_block *sb)
 {
-	static const char * const names[] = { "ext4", "ext3", "ext2" };
-	int i;
-
-	for (i = 0; i < ARRAY_SIZE(names); i++)
-		if (!strcmp(sb->s_type->name, names[i]))
-			return true;
-	return false;
+	return sb->s_magic == EXT4_SUPER_MAGIC;
 }
 
 /*
  * blk-mq drivers that pass each request on to other block devices from
- * their own threads: loop, and request-based device-mapper (multipath),
- * which names its disks "dm-N".  A policy on a device below one of them
- * holds its requests, and the submitter then waits for a tag, or under a
+ * their own threads set BLK_MQ_F_STACKING: loop and request-based
+ * device-mapper (multipath).  A policy on a device below one of them holds
+ * its requests, and the submitter then waits for a tag, or under a
  * filesystem for a metadata read or a forced-wait direct write: the fast
  * path cannot see that.  (Bio-based stacking drivers fail queue_is_mq().)
  */
-static bool nvmet_cgroup_stacking_disk(const struct gendisk *disk)
+static bool nvmet_cgroup_stacking_queue(struct request_queue *q)
 {
-	return disk->major == LOOP_MAJOR || !strncmp(disk->disk_name, "dm-", 3);
+	return queue_is_mq(q) && (q->tag_set->flags & BLK_MQ_F_STACKING);
 }
 
 /*
@@ -130,13 +125,13 @@ struct request_queue *nvmet_cgroup_ns_queue(const struct nvmet_ns *ns)
 		if (nvmet_cgroup_single_bdev_fs(sb))
 			bdev = sb->s_bdev;
 	}
-	if (!bdev || nvmet_cgroup_stacking_disk(bdev->bd_disk))
+	if (!bdev || nvmet_cgroup_stacking_queue(bdev_get_queue(bdev)))
 		return NULL;
 	return bdev_get_queue(bdev);
 }
 
 /*
- * The facts the fast path decides from (rust/fast_path.rs says why each one
+ * The facts the fast path decides from (fast_path.rs says why each one
  * matters).  The queue's flags and elevator are changed with the queue
  * frozen, so they are read holding a usage reference: what is read stays
  * true until the reference is dropped, and a policy enabled later is seen
@@ -144,7 +139,9 @@ struct request_queue *nvmet_cgroup_ns_queue(const struct nvmet_ns *ns)
  * once configured; what says whether they throttle is a queue flag each
  * flips with its private switch under that freeze, and nothing else sets:
  * QUEUE_FLAG_RQ_ALLOC_TIME for iocost, QUEUE_FLAG_BIO_ISSUE_TIME for
- * iolatency.
+ * iolatency.  Which elevator is attached is private to block/; the one that
+ * throttles by cgroup, bfq, is the one that turns wbt off by default for as
+ * long as it is attached (QUEUE_FLAG_DISABLE_WBT_DEF).
  */
 void nvmet_cgroup_req_facts(const struct nvmet_req *req,
 			    struct request_queue *q,
@@ -168,8 +165,7 @@ void nvmet_cgroup_queue_facts(struct request_queue *q,
 	facts->blk_mq = queue_is_mq(q);
 	facts->iocost = test_bit(QUEUE_FLAG_RQ_ALLOC_TIME, &q->queue_flags);
 	facts->iolatency = test_bit(QUEUE_FLAG_BIO_ISSUE_TIME, &q->queue_flags);
-	facts->bfq = q->elevator &&
-		     !strcmp(q->elevator->type->elevator_name, "bfq");
+	facts->bfq = q->elevator && blk_queue_disable_wbt(q);
 #ifdef CONFIG_BLK_DEV_THROTTLING
 	facts->throttle = READ_ONCE(q->td);
 #endif
@@ -219,6 +215,11 @@ void nvmet_cgroup_put(struct cgroup *cgrp)
 	cgroup_put(cgrp);
 }
 
+void nvmet_cgroup_css_get(struct cgroup_subsys_state *css)
+{
+	css_get(css);
+}
+
 void nvmet_cgroup_css_put(struct cgroup_subsys_state *css)
 {
 	css_put(css);
@@ -254,7 +255,7 @@ struct workqueue_struct *nvmet_cgroup_alloc_workqueue(void)
 /*
  * How often the current thread has gone to sleep of its own accord: a lane
  * worker whose command slept (in io.cost, io.latency or for a tag) hands its
- * kworker back to the pool (rust/exec.rs).
+ * kworker back to the pool (exec.rs).
  */
 unsigned long nvmet_cgroup_current_sleeps(void)
 {

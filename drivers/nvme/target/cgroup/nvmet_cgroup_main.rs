@@ -2,26 +2,31 @@
 
 //! Charge the I/O of NVMe-oF target namespaces to cgroups.
 //!
-//! nvmet keeps each namespace's `cgroup_id` (see `patches/`).  When a
-//! namespace with one is enabled, nvmet asks this module, its execution
-//! extension, for a context: the namespace's I/O commands then run in it
-//! ([`exec`]), or in the transport's thread where that is safe
-//! ([`fast_path`]), associated with the cgroup's effective io css, so the
-//! block layer's io.max, io.cost and io.latency apply to that namespace alone.
+//! nvmet keeps each namespace's `cgroup_id` (configfs).  When a namespace
+//! with one is enabled, nvmet asks this module, its execution extension
+//! (`struct nvmet_exec_ext_ops`), for a context: the namespace's I/O
+//! commands then run in it ([`exec`]), or in the transport's thread where
+//! that is safe ([`fast_path`]), associated with the cgroup's effective io
+//! css, so the block layer's io.max, io.cost and io.latency apply to that
+//! namespace alone.
 //!
 //! Layers, imports pointing one way: [`entry`] (what nvmet calls) → policy
-//! ([`exec`], [`fast_path`], [`cgroup_id`]) → safe handles ([`nvmet`],
-//! [`cgroup`], [`exec_queue`]) → raw declarations ([`raw`], generated from
-//! the glue's header).  `Documentation/design.rst` describes them.
+//! ([`exec`], [`fast_path`], [`cgroup_id`], [`status`]) → safe abstractions
+//! of the C objects, shaped like the kernel crate's ([`nvmet`], [`cgroup`],
+//! [`blkcg`], [`noio`], [`exec_queue`]) → raw declarations ([`raw`],
+//! generated from the glue's header).  Only the abstractions and [`entry`]
+//! contain `unsafe`.
 
 use kernel::{debugfs, prelude::*, sync::Arc};
 
+mod blkcg;
 mod cgroup;
 mod cgroup_id;
 mod entry;
 mod exec;
 mod exec_queue;
 mod fast_path;
+mod noio;
 mod nvmet;
 mod raw;
 mod status;
@@ -35,11 +40,11 @@ module! {
     params: {
         fast_path: bool {
             default: true,
-            description: "Run reads and writes in the transport's thread while their device has no policy that could sleep it: io.cost or io.latency enabled, bfq, io.max for files (0: always use the execution context)",
+            description: "Run Read/Write inline where no policy can sleep the caller (0: never)",
         },
         inline_assoc: bool {
             default: false,
-            description: "Diagnostic: charge I/O in the transport's thread, without the execution context (a throttled namespace then stalls the transport)",
+            description: "Diagnostic: always run I/O in the transport's thread (can stall it)",
         },
     },
 }

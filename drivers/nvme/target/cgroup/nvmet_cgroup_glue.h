@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The C side of nvmet_cgroup: the only code that sees nvmet's private
+ * The C side of nvmet_cgroup: the only code that sees nvmet's
  * structures or calls static inline kernel helpers and macros.  bindgen
  * generates the Rust declarations of this header at build time
- * (rust/raw.rs); the nvmet_cgroup_rs_* functions are implemented in Rust
- * (rust/entry.rs) and called from the extension's ops table.
+ * (raw.rs); the nvmet_cgroup_rs_* functions are implemented in Rust
+ * (entry.rs) and called from the extension's ops table.
  */
 #ifndef NVMET_CGROUP_GLUE_H
 #define NVMET_CGROUP_GLUE_H
@@ -20,7 +20,7 @@ struct workqueue_struct;
 struct request_queue;
 
 /*
- * What the fast path decides from (rust/fast_path.rs): facts about one
+ * What the fast path decides from (fast_path.rs): facts about one
  * command, its caller and the queue behind its namespace, read per command.
  */
 struct nvmet_cgroup_facts {
@@ -44,7 +44,7 @@ struct nvmet_cgroup_facts {
 	bool	throttle;
 };
 
-/* implemented in Rust (rust/entry.rs) */
+/* implemented in Rust (entry.rs) */
 void *nvmet_cgroup_rs_ns_enable(struct nvmet_ns *ns);
 void nvmet_cgroup_rs_ns_disable(struct nvmet_ns *ns, void *ctx);
 void nvmet_cgroup_rs_execute(struct nvmet_req *req, void *ctx);
@@ -81,6 +81,7 @@ bool nvmet_cgroup_reqs_empty(const struct llist_head *list);
 /* static inline helpers and macros of the kernel */
 struct cgroup *nvmet_cgroup_get(struct cgroup *cgrp);
 void nvmet_cgroup_put(struct cgroup *cgrp);
+void nvmet_cgroup_css_get(struct cgroup_subsys_state *css);
 void nvmet_cgroup_css_put(struct cgroup_subsys_state *css);
 bool nvmet_cgroup_css_is_dying(struct cgroup_subsys_state *css);
 unsigned int nvmet_cgroup_noio_save(void);

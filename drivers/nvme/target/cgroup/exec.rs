@@ -36,11 +36,13 @@
 //! staying with a lane that io.cost holds.
 
 use crate::{
-    cgroup::{BlkcgAssociation, CgroupRef, NoIo},
+    blkcg::BlkcgAssociation,
+    cgroup::Cgroup,
     cgroup_id,
     exec_queue::{flush_work, OwnedQueue, Sleeps},
     fast_path::Mode,
-    nvmet::{BackingQueue, Ns, Req, ReqBatch, ReqList},
+    noio::NoIo,
+    nvmet::{BackingQueue, Namespace, Req, ReqBatch, ReqList},
     status::Registration,
 };
 use kernel::{
@@ -48,6 +50,7 @@ use kernel::{
     new_spinlock,
     prelude::*,
     sync::{
+        aref::ARef,
         atomic::{Acquire, Atomic, Full, Relaxed},
         Arc, SpinLock,
     },
@@ -77,7 +80,7 @@ struct Lane {
     claimed: [Atomic<bool>; LANE_WORKERS],
     /// Work items queued that have not started yet.
     queued: Atomic<u32>,
-    cgroup: CgroupRef,
+    cgroup: ARef<Cgroup>,
     queue: Arc<OwnedQueue>,
     #[pin]
     work0: Work<Lane, 0>,
@@ -131,7 +134,7 @@ macro_rules! lane_work_items {
 lane_work_items!(0 => work0, 1 => work1, 2 => work2, 3 => work3);
 
 impl Lane {
-    fn new(cgroup: CgroupRef, queue: Arc<OwnedQueue>) -> impl PinInit<Self> {
+    fn new(cgroup: ARef<Cgroup>, queue: Arc<OwnedQueue>) -> impl PinInit<Self> {
         pin_init!(Self {
             inbox <- ReqList::new(),
             taken <- new_spinlock!(ReqBatch::empty(), "nvmet_cgroup::Lane::taken"),
@@ -274,7 +277,7 @@ impl Lane {
                 *charged = None;
             }
             if charged.is_none() {
-                *charged = Some(self.cgroup.associate());
+                *charged = Some(BlkcgAssociation::associate(&self.cgroup));
             }
         } else {
             // A disable waits for the command: don't throttle it any more.
@@ -287,7 +290,7 @@ impl Lane {
 /// The execution context of one enabled namespace with a cgroup.
 pub(crate) struct NsExec {
     lanes: KVec<Arc<Lane>>,
-    cgroup: CgroupRef,
+    cgroup: ARef<Cgroup>,
     /// The device whose policies decide whether the fast path is safe.
     backing: BackingQueue,
     /// Where Reads and Writes may run, from the module's parameters when the
@@ -299,7 +302,7 @@ pub(crate) struct NsExec {
 
 impl NsExec {
     /// Sets up the context of a namespace with a cgroup being enabled.
-    pub(crate) fn enable(ns: &Ns<'_>) -> Result<KBox<Self>> {
+    pub(crate) fn enable(ns: &Namespace) -> Result<KBox<Self>> {
         let cgroup = cgroup_id::resolve(ns)?;
         let queue = crate::shared_queue()?;
 
@@ -358,7 +361,9 @@ impl NsExec {
         }
         let _noio = NoIo::enter();
         // As in a lane: a disable waits for the command, don't throttle it.
-        let _charged = req.ns_live().then(|| self.cgroup.associate());
+        let _charged = req
+            .ns_live()
+            .then(|| BlkcgAssociation::associate(&self.cgroup));
         req.run_inline();
     }
 
