@@ -146,6 +146,12 @@ vm_booting_again() {
 	done
 }
 
+# series_patches: the patches of patches/series in order, one per line
+# (packaging/dkms/build.sh, which ships without this file, reads it alike).
+series_patches() {
+	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$TOP/patches/series"
+}
+
 # debian_kernel: set DEBIAN_KERNEL_VERSION and DEBIAN_KERNEL_RELEASE to the
 # newest Debian 7.3 kernel for amd64 in trixie-backports (the package
 # version, e.g. 7.3.4-1~bpo13+1, and `uname -r`, e.g. 7.3.4+deb13-amd64),

@@ -118,6 +118,7 @@ static bool nvmet_cgroup_stacking_queue(struct request_queue *q)
 struct request_queue *nvmet_cgroup_ns_queue(const struct nvmet_ns *ns)
 {
 	struct block_device *bdev = ns->bdev;
+	struct request_queue *q;
 
 	if (!bdev && ns->file) {
 		struct super_block *sb = file_inode(ns->file)->i_sb;
@@ -125,9 +126,10 @@ struct request_queue *nvmet_cgroup_ns_queue(const struct nvmet_ns *ns)
 		if (nvmet_cgroup_single_bdev_fs(sb))
 			bdev = sb->s_bdev;
 	}
-	if (!bdev || nvmet_cgroup_stacking_queue(bdev_get_queue(bdev)))
+	if (!bdev)
 		return NULL;
-	return bdev_get_queue(bdev);
+	q = bdev_get_queue(bdev);
+	return nvmet_cgroup_stacking_queue(q) ? NULL : q;
 }
 
 /*
@@ -140,8 +142,8 @@ struct request_queue *nvmet_cgroup_ns_queue(const struct nvmet_ns *ns)
  * flips with its private switch under that freeze, and nothing else sets:
  * QUEUE_FLAG_RQ_ALLOC_TIME for iocost, QUEUE_FLAG_BIO_ISSUE_TIME for
  * iolatency.  Which elevator is attached is private to block/; the one that
- * throttles by cgroup, bfq, is the one that turns wbt off by default for as
- * long as it is attached (QUEUE_FLAG_DISABLE_WBT_DEF).
+ * throttles by cgroup, bfq, is the one that sets QUEUE_FLAG_DISABLE_WBT_DEF
+ * (wbt off by default), only while it is attached.
  */
 void nvmet_cgroup_req_facts(const struct nvmet_req *req,
 			    struct request_queue *q,
@@ -165,7 +167,7 @@ void nvmet_cgroup_queue_facts(struct request_queue *q,
 	facts->blk_mq = queue_is_mq(q);
 	facts->iocost = test_bit(QUEUE_FLAG_RQ_ALLOC_TIME, &q->queue_flags);
 	facts->iolatency = test_bit(QUEUE_FLAG_BIO_ISSUE_TIME, &q->queue_flags);
-	facts->bfq = q->elevator && blk_queue_disable_wbt(q);
+	facts->bfq = blk_queue_disable_wbt(q);
 #ifdef CONFIG_BLK_DEV_THROTTLING
 	facts->throttle = READ_ONCE(q->td);
 #endif

@@ -3,9 +3,9 @@
 //! Raw declarations of the C glue (`nvmet_cgroup_glue.h`).
 //!
 //! bindgen generates them from the glue's header at build time (see the `Makefile`),
-//! so they cannot drift from the C.  Only the safe handles ([`crate::nvmet`],
-//! [`crate::cgroup`], [`crate::exec_queue`]) and the entry points
-//! ([`crate::entry`]) use them.
+//! so they cannot drift from the C.  Only the safe abstractions
+//! ([`crate::nvmet`], [`crate::cgroup`], [`crate::noio`],
+//! [`crate::exec_queue`]) and the entry points ([`crate::entry`]) use them.
 
 #![allow(
     clippy::all,
