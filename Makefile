@@ -190,9 +190,8 @@ uninstall:
 	$(depmod)
 
 # make dkms: the DKMS source tree as it goes to /usr/src/nvmet-cgroup-VERSION
-# (its build scripts and patches/: the module's sources are the series'
-# last patch, built where it puts them)
-# (packaging/dkms/dkms.conf, Documentation/admin-guide.rst), in build/dkms/.
+# (packaging/dkms/dkms.conf, Documentation/admin-guide.rst), in build/dkms/:
+# its build scripts and patches/, whose last patch carries the module.
 # VERSION is the project's, the CLI's crate version.
 PKG_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' tools/nvmet-cgroup/Cargo.toml | head -n 1)
 DKMS_TREE = build/dkms/nvmet-cgroup-$(PKG_VERSION)
