@@ -14,7 +14,7 @@ MO ?= $(CURDIR)/build/$(FLAVOUR)
 # A clang-built tree needs its modules built with the same LLVM.
 LLVM_FLAGS = $(if $(shell grep -s '^CONFIG_CC_IS_CLANG=y' $(KDIR)/.config),LLVM=-19)
 # The module's sources are where the series puts them in the kernel
-# (patches/0005): the out-of-tree build is a build of that directory, with
+# (patches/0006): the out-of-tree build is a build of that directory, with
 # its Kconfig option given on the command line and nvmet.h taken from the
 # kernel tree, which carries the series.
 MODSRC = $(CURDIR)/drivers/nvme/target/cgroup

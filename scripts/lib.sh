@@ -146,10 +146,14 @@ vm_booting_again() {
 	done
 }
 
-# series_patches: the patches of patches/series in order, one per line
-# (packaging/dkms/build.sh, which ships without this file, reads it alike).
+# series_patches [block]: the patches of patches/series (nvmet's series), or
+# of patches/block/series (the block layer's, which the project's kernels
+# carry and DKMS cannot), in order, one per line, relative to patches/
+# (packaging/dkms/build.sh, which ships without this file, reads the first
+# alike).
 series_patches() {
-	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$TOP/patches/series"
+	local dir=${1:+$1/}
+	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' -e "s|^|$dir|" "$TOP/patches/${dir}series"
 }
 
 # debian_kernel: set DEBIAN_KERNEL_VERSION and DEBIAN_KERNEL_RELEASE to the

@@ -23,12 +23,19 @@ pub(crate) fn resolve(ns: &Namespace) -> Result<ARef<Cgroup>> {
         );
         return Err(EINVAL);
     }
-    Cgroup::from_id(id).inspect_err(|e| {
-        pr_err!(
+    Cgroup::from_id(id).inspect_err(|e| match ns.nsid() {
+        // nvmet's stand-in for a passthru controller.
+        0 => pr_err!(
+            "failed to resolve cgroup id {} for passthru subsystem {}: {:?}\n",
+            id,
+            ns.subsys_nqn(),
+            e
+        ),
+        nsid => pr_err!(
             "failed to resolve cgroup id {} for nsid {}: {:?}\n",
             id,
-            ns.nsid(),
+            nsid,
             e
-        );
+        ),
     })
 }

@@ -6,7 +6,9 @@ use crate::raw;
 use core::{mem::ManuallyDrop, ptr::NonNull};
 use kernel::{bindings, prelude::*, types::Opaque};
 
-/// An nvmet namespace (`struct nvmet_ns`).
+/// An nvmet namespace (`struct nvmet_ns`), or the one nvmet makes to stand
+/// for a passthru subsystem's controller: NSID 0, the controller's device
+/// path, and no backend.
 ///
 /// # Invariants
 ///
@@ -42,7 +44,7 @@ impl Namespace {
         unsafe { raw::nvmet_cgroup_ns_buffered_io(self.0.get()) }
     }
 
-    /// The namespace ID.
+    /// The namespace ID, 0 for a passthru controller.
     pub(crate) fn nsid(&self) -> u32 {
         // SAFETY: By the type invariant.
         unsafe { raw::nvmet_cgroup_ns_nsid(self.0.get()) }
