@@ -180,3 +180,40 @@ brd_create() {
 	modprobe brd rd_nr=1 rd_size=$(($1 * 1024)) &&
 	wait_for 5 test -b /dev/ram0
 }
+
+# pci_nvme_ctrl: load the NVMe PCI driver and print the character device of
+# the emulated controller scripts/vm attaches (/dev/nvmeN, transport pcie),
+# once its first namespace's disk exists.
+pci_nvme_ctrl() {
+	local c t i
+	modprobe nvme || return
+	for ((i = 0; i < 100; i++)); do
+		for c in /sys/class/nvme/nvme*; do
+			t=
+			read -r t 2>/dev/null < "$c/transport"
+			[ "$t" = pcie ] || continue
+			[ -b "/dev/${c##*/}n1" ] || continue
+			echo "/dev/${c##*/}"
+			return 0
+		done
+		sleep 0.1
+	done
+	fail "no NVMe PCI controller with a namespace (scripts/vm attaches one)"
+}
+
+# passthru_create NQN CTRL [cgroup_id=ID]: a passthru subsystem of the
+# controller CTRL (/dev/nvmeN), enabled.
+passthru_create() {
+	local p=$NVMET_CFS/subsystems/$1/passthru
+	subsys_create "$1" &&
+	echo -n "$2" > "$p/device_path" || return
+	[ -z "${3:-}" ] || echo "${3#cgroup_id=}" > "$p/cgroup_id" || return
+	echo 1 > "$p/enable"
+}
+
+# passthru_destroy NQN: disable passthru and remove the subsystem.
+passthru_destroy() {
+	local s=$NVMET_CFS/subsystems/$1
+	[ -d "$s" ] || return 0
+	echo 0 > "$s/passthru/enable" && rmdir "$s"
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# io.cost holds a passthru tenant to its weight: a passthru subsystem bound
+# to a cgroup with io.weight 100, and fio reading the same disk directly in
+# a sibling with io.weight 300, both saturating a linear model of a third
+# of what the passthru path reaches alone (vrate pinned at 100 %).  Their
+# IOPS must split at least 2 and at least 3/4 of what fio in the two
+# cgroups splits (the reference, as in iocost.sh, which says why the
+# bounds are these), in one of 3 attempts.  Charged to nobody (no block
+# patch, or no binding), the passthru commands would be the root's, which
+# iocost never throttles, and would get most of the disk.
+cd "$(dirname "$0")" || exit 1
+. ./case_lib.sh
+. ./nvmet_lib.sh
+. ./cgroup_lib.sh
+
+NQN=nqn.2026-12.io.nvmet-cgroup:passthru-iocost
+RUNTIME=${IOCOST_RUNTIME:-15}
+DISK=
+
+setup() {
+	local ctrl
+	modprobe nvmet && modprobe nvme_loop && modprobe nvmet_cgroup &&
+	ctrl=$(pci_nvme_ctrl) && DISK=${ctrl}n1 &&
+	cg_create ptcost/light && cg_create ptcost/heavy &&
+	echo "default 100" > "$CG/ptcost/light/io.weight" &&
+	echo "default 300" > "$CG/ptcost/heavy/io.weight" &&
+	passthru_create "$NQN" "$ctrl" cgroup_id="$(cg_id ptcost/light)" &&
+	port_create 1 loop && port_add_subsys 1 "$NQN" && host_connect loop "$NQN" &&
+	host_dev "$NQN" 1 > /dev/null
+}
+
+# configure: the passthru path alone with iocost off, then iocost with a
+# model of a third of that
+configure() {
+	local iops model
+	echo "$(devnum "$DISK") enable=0" > "$CG/io.cost.qos" || return
+	iops=$(fio_job "$(host_dev "$NQN" 1)" randread 4k --time_based --runtime=5 --ramp_time=1 --size=256M |
+		cut -d' ' -f1)
+	model=$((iops / 3))
+	echo "passthru alone: $iops IOPS; model: $model IOPS"
+	[ "$model" -gt 0 ] || fail "no I/O" || return
+	iocost_enable "$DISK" "$model"
+}
+
+# split LIGHT_DEV [LIGHT_CGROUP]: LIGHT_DEV read from this shell's cgroup
+# (or LIGHT_CGROUP's) while fio reads the disk in ptcost/heavy; prints
+# heavy's IOPS over light's
+split() {
+	local p1 p2 light heavy
+	( [ -z "${2:-}" ] || echo "$BASHPID" > "$CG/$2/cgroup.procs" &&
+	  fio_job "$1" randread 4k --time_based --runtime="$RUNTIME" --ramp_time=3 --size=256M > /tmp/ptcost1 ) &
+	p1=$!
+	( echo "$BASHPID" > "$CG/ptcost/heavy/cgroup.procs" &&
+	  fio_job "$DISK" randread 4k --time_based --runtime="$RUNTIME" --ramp_time=3 --offset=512M \
+		> /tmp/ptcost2 ) &
+	p2=$!
+	wait $p1 && wait $p2 || { echo "fio failed" >&2; return 1; }
+	light=$(cut -d' ' -f1 /tmp/ptcost1)
+	heavy=$(cut -d' ' -f1 /tmp/ptcost2)
+	echo "weight 100: $light IOPS, weight 300: $heavy IOPS" >&2
+	[ "$light" -gt 0 ] || { echo "no I/O at weight 100" >&2; return 1; }
+	awk -v l="$light" -v h="$heavy" 'BEGIN { printf "%.2f\n", h / l }'
+}
+
+passthru_weight_split_like_fio_in_the_cgroups() {
+	local hd attempt pt ref
+	hd=$(host_dev "$NQN" 1) || return
+	for attempt in 1 2 3; do
+		configure || return
+		pt=$(split "$hd") || fail "passthru: fio failed" || return
+		ref=$(split "$DISK" ptcost/light) || fail "reference: fio failed" || return
+		echo "attempt $attempt: passthru vs direct split $pt, fio in the cgroups $ref"
+		awk -v n="$pt" -v r="$ref" 'BEGIN { exit !(n >= 2 && n >= 0.75 * r) }' && return
+	done
+	fail "in 3 attempts the passthru tenant never split at least 2 and 3/4 of the reference"
+}
+
+teardown() {
+	host_disconnect "$NQN" && port_destroy 1 && passthru_destroy "$NQN" &&
+	echo "$(devnum "$DISK") enable=0" > "$CG/io.cost.qos" &&
+	cg_remove ptcost && rmmod nvmet_cgroup nvme_loop
+}
+
+ktap_print_header
+ktap_set_plan 3
+run_case "setup" setup
+run_case "passthru_io_weight_100_vs_300_split_like_fio_in_the_cgroups" \
+	passthru_weight_split_like_fio_in_the_cgroups
+run_case "teardown" teardown
+ktap_finished
