@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand};
 
+use crate::configfs::NsId;
 use crate::limits::{self, Latency, Limit, Weight};
 #[cfg(debug_assertions)]
 use crate::paths::Roots;
@@ -82,6 +83,9 @@ impl RootArgs {
 pub enum Command {
     /// Charge a namespace's I/O to a cgroup (writes the cgroup's ID to cgroup_id).
     ///
+    /// NQN passthru binds a passthru subsystem's controller instead
+    /// (passthru/cgroup_id; --reenable toggles passthru/enable).
+    ///
     /// Every cgroup above it gets +io in cgroup.subtree_control; for a slice
     /// on a systemd host, systemd does that (systemctl set-property
     /// --runtime SLICE IOAccounting=yes, then start), since it owns those
@@ -133,13 +137,18 @@ pub enum Command {
     Man,
 }
 
+/// A namespace ID (1 and up) or `passthru`.
+fn parse_nsid(s: &str) -> Result<NsId, String> {
+    s.parse()
+}
+
 #[derive(Debug, Args)]
 pub struct NsArgs {
     /// Subsystem NQN.
     pub nqn: String,
-    /// Namespace ID.
-    #[arg(value_parser = clap::value_parser!(u32).range(1..))]
-    pub nsid: u32,
+    /// Namespace ID, or passthru for a passthru subsystem's controller.
+    #[arg(value_name = "NSID", value_parser = parse_nsid)]
+    pub nsid: NsId,
 }
 
 #[derive(Debug, Args)]
@@ -215,9 +224,10 @@ pub struct LimitArgs {
 pub struct StatusArgs {
     /// Only this subsystem.
     pub nqn: Option<String>,
-    /// Only this namespace.
-    #[arg(requires = "nqn", value_parser = clap::value_parser!(u32).range(1..))]
-    pub nsid: Option<u32>,
+    /// Only this namespace (or passthru: only the subsystem's passthru
+    /// controller).
+    #[arg(value_name = "NSID", requires = "nqn", value_parser = parse_nsid)]
+    pub nsid: Option<NsId>,
     /// Print JSON: {"version":1,"namespaces":[...]}.
     #[arg(long)]
     pub json: bool,

@@ -39,7 +39,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::cgroupfs;
-use crate::configfs;
+use crate::configfs::{self, NsId};
 use crate::limits::{DevLimits, WEIGHT_MAX, WEIGHT_MIN};
 
 pub const VERSION: u64 = 1;
@@ -55,7 +55,7 @@ pub struct SaveFile {
 #[serde(deny_unknown_fields)]
 pub struct Record {
     pub nqn: String,
-    pub nsid: u32,
+    pub nsid: NsId,
     pub cgroup: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice: Option<String>,
@@ -113,9 +113,9 @@ impl DeviceRecord {
 }
 
 impl Record {
-    /// "NQN nsid N", for messages.
+    /// "NQN nsid N" or "NQN passthru", for messages.
     pub fn label(&self) -> String {
-        format!("{} nsid {}", self.nqn, self.nsid)
+        configfs::label(&self.nqn, self.nsid)
     }
 
     pub fn target(&self) -> cgroupfs::Target {
@@ -127,7 +127,7 @@ impl Record {
 
     fn validate(&self) -> Result<()> {
         configfs::check_nqn(&self.nqn)?;
-        if self.nsid == 0 {
+        if self.nsid == NsId::Ns(0) {
             bail!("nsid 0 is not a namespace");
         }
         cgroupfs::check_rel(&self.cgroup)?;
@@ -216,6 +216,29 @@ mod tests {
         let f = parse(GOOD)?;
         assert_eq!(f.namespaces[0].devices[0].riops, Some(1000));
         assert_eq!(parse(&render(&f)?)?, f);
+        Ok(())
+    }
+
+    /// A passthru record: `"nsid": "passthru"`, read and written back.
+    #[test]
+    fn passthru_record() -> Result<()> {
+        let text = r#"{"version":1,"namespaces":[{"nqn":"nqn.p","nsid":"passthru",
+            "cgroup":"t","device_path":"/dev/nvme0","devices":[{"path":"/dev/nvme0n1","weight":300}]}]}"#;
+        let f = parse(text)?;
+        assert_eq!(f.namespaces[0].nsid, NsId::Passthru);
+        assert_eq!(f.namespaces[0].label(), "nqn.p passthru");
+        let out = render(&f)?;
+        assert!(out.contains(r#""nsid": "passthru""#), "{out}");
+        assert_eq!(parse(&out)?, f);
+        for bad in [
+            r#""nsid":"pt""#,
+            r#""nsid":0"#,
+            r#""nsid":-1"#,
+            r#""nsid":null"#,
+        ] {
+            let t = text.replace(r#""nsid":"passthru""#, bad);
+            assert!(parse(&t).is_err(), "{bad}");
+        }
         Ok(())
     }
 

@@ -44,6 +44,10 @@ pub struct Resolved {
 pub fn resolve_path(roots: &Roots, lookup: &dyn DevLookup, path: &Path) -> Result<Resolved> {
     let top = match lookup.lookup(path)? {
         Node::Block(d) | Node::File(d) => d,
+        Node::Char(_) => bail!(
+            "{} is a character device, not a block device or a file (an NVMe controller is exported by a passthru subsystem, named NQN passthru)",
+            path.display()
+        ),
     };
     resolve_top(roots, lookup, top)
 }
@@ -173,6 +177,9 @@ fn chains(roots: &Roots, lookup: &dyn DevLookup, dev: DevT, depth: usize) -> Res
         }
         let d = match lookup.lookup(Path::new(file))? {
             Node::Block(d) | Node::File(d) => d,
+            Node::Char(_) => {
+                bail!("loop device {dev}: its backing file {file} is a character device")
+            }
         };
         return below(format!("loop file={file}"), d);
     }
@@ -227,6 +234,8 @@ pub fn resolve_recorded(
     let p = roots.in_devfs(recorded);
     match lookup.lookup(&p)? {
         Node::Block(d) => resolve_dev(roots, lookup, d),
-        Node::File(_) => bail!("{recorded} ({}) is not a block device", p.display()),
+        Node::File(_) | Node::Char(_) => {
+            bail!("{recorded} ({}) is not a block device", p.display())
+        }
     }
 }

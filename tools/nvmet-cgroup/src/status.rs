@@ -34,7 +34,7 @@ use serde::Serialize;
 use crate::apply;
 use crate::cgroupfs::CgroupIndex;
 use crate::cli::StatusArgs;
-use crate::configfs::Namespace;
+use crate::configfs::{Namespace, NsId};
 use crate::device::{self, DevLookup};
 use crate::limits::{self, DevLimits, IoStat};
 use crate::module::ExecInfo;
@@ -50,7 +50,7 @@ pub struct StatusDoc {
 #[derive(Debug, Serialize)]
 pub struct NsStatus {
     pub nqn: String,
-    pub nsid: u32,
+    pub nsid: NsId,
     pub device_path: String,
     pub enabled: bool,
     pub cgroup_id: u64,
@@ -276,7 +276,7 @@ fn text(doc: &StatusDoc, out: &mut String) {
             (None, Some(e)) => format!("unresolved: {e}"),
             (None, None) => "unresolved".to_string(),
         };
-        let _ = writeln!(out, "{} nsid {}", ns.nqn, ns.nsid);
+        let _ = writeln!(out, "{}", crate::configfs::label(&ns.nqn, ns.nsid));
         let _ = writeln!(out, "  device_path  {}", ns.device_path);
         let _ = writeln!(
             out,
