@@ -98,6 +98,11 @@ pub enum Command {
     /// Set io.max, io.weight or io.latency of a bound namespace's cgroup for
     /// each disk behind the namespace.
     ///
+    /// For NQN passthru the disks are the controller's namespaces, and only
+    /// --weight and --latency are taken: io.max does not apply to passthru
+    /// subsystems (passthrough requests bypass blk-throttle), so --riops,
+    /// --wiops, --rbps and --wbps are refused before anything is written.
+    ///
     /// The disks are found from device_path through partitions (their whole
     /// disk), dm and md (their slaves) and loop devices (their backing file's
     /// filesystem device). Rates take K, M, G, T suffixes to the base of

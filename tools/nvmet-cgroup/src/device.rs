@@ -72,14 +72,14 @@ pub fn resolve_dev(roots: &Roots, lookup: &dyn DevLookup, dev: DevT) -> Result<V
 
 const MAX_DEPTH: usize = 16;
 
-fn read_dev(path: &Path) -> Result<DevT> {
+pub fn read_dev(path: &Path) -> Result<DevT> {
     let s = sysio::read_trim(path)?;
     s.parse()
         .with_context(|| format!("unexpected content in {}", path.display()))
 }
 
 /// A sysfs attribute's value, if it exists and is not blank.
-fn attr(dir: &Path, rel: &str) -> Option<String> {
+pub fn attr(dir: &Path, rel: &str) -> Option<String> {
     let v = sysio::read_opt(&dir.join(rel)).ok()??;
     let v = v.trim();
     (!v.is_empty()).then(|| v.to_string())
@@ -88,7 +88,7 @@ fn attr(dir: &Path, rel: &str) -> Option<String> {
 /// A whole disk by what survives a reboot and a rescan: its WWID (NVMe,
 /// SCSI), else its serial number (NVMe, virtio), else, for devices with
 /// neither (null_blk, brd, loop without a backing file), its name.
-fn disk_identity(real: &Path) -> String {
+pub fn disk_identity(real: &Path) -> String {
     for rel in ["wwid", "device/wwid"] {
         if let Some(v) = attr(real, rel) {
             return format!("disk wwid={v}");

@@ -10,6 +10,8 @@ use std::fs;
 
 use common::{Fixture, CTRL1, NQN_A, NQN_P};
 
+const IO_MAX: &str = "io.max does not apply to passthru subsystems: passthrough requests bypass blk-throttle; use --weight (io.cost) or --latency (io.latency)";
+
 fn passthru(enabled: bool) -> Fixture {
     let f = Fixture::new();
     f.make_passthru(&CTRL1, enabled);
@@ -133,4 +135,110 @@ fn passthru_names_are_checked() {
         assert!(err.contains(want), "{args:?}: want {want:?} in {err}");
         assert_eq!(f.snapshot(), before, "{args:?} changed the tree");
     }
+}
+
+/// --riops, --wiops, --rbps and --wbps are refused for passthru, alone or
+/// with --weight and --latency, before anything is read or written.
+#[test]
+fn limit_refuses_io_max_for_passthru() {
+    let f = passthru(false);
+    f.ok(&["bind", NQN_P, "passthru", "--cgroup", "tenant-a"]);
+    let cases: &[&[&str]] = &[
+        &["--riops", "1K"],
+        &["--wiops", "1K"],
+        &["--rbps", "10M"],
+        &["--wbps", "max"],
+        &["--weight", "300", "--riops", "1K"],
+        &["--latency", "5ms", "--wbps", "1M"],
+        &["--weight", "300", "--latency", "5ms", "--rbps", "1M"],
+    ];
+    for opts in cases {
+        let mut args = vec!["limit", NQN_P, "passthru"];
+        args.extend_from_slice(opts);
+        let before = f.snapshot();
+        let (code, out, err) = f.run(&args);
+        assert_eq!(code, 1, "{args:?} succeeded: {out}");
+        assert_eq!(out, "", "{args:?}");
+        assert_eq!(err, format!("nvmet-cgroup: error: {IO_MAX}\n"), "{args:?}");
+        assert_eq!(f.snapshot(), before, "{args:?} changed the tree");
+    }
+    // An unbound passthru subsystem gets the same answer first.
+    f.ok(&["unbind", NQN_P, "passthru"]);
+    let (code, _, err) = f.run(&["limit", NQN_P, "passthru", "--riops", "1K"]);
+    assert_eq!(code, 1);
+    assert!(err.contains(IO_MAX), "{err}");
+}
+
+/// --weight and --latency go to every disk of the controller (its
+/// namespaces), not to its generic ng device.
+#[test]
+fn weight_and_latency_go_to_the_controllers_disks() {
+    let f = passthru(false);
+    f.ok(&["bind", NQN_P, "passthru", "--cgroup", "tenant-a"]);
+    let out = f.ok(&[
+        "limit",
+        NQN_P,
+        "passthru",
+        "--weight",
+        "300",
+        "--latency",
+        "5ms",
+    ]);
+    assert!(
+        out.starts_with(&format!(
+            "{NQN_P} passthru (device controller nvme0 (241:0)) in cgroup tenant-a:\n"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("259:0 (nvme0n1): io.weight \"259:0 300\""),
+        "{out}"
+    );
+    assert_eq!(
+        f.read("cgroup/tenant-a/io.weight"),
+        "default 100\n259:0 300\n259:1 300\n"
+    );
+    assert_eq!(
+        f.read("cgroup/tenant-a/io.latency"),
+        "259:0 target=5000\n259:1 target=5000\n"
+    );
+    assert_eq!(f.read("cgroup/tenant-a/io.max"), "");
+}
+
+/// With native multipath the controller's disks are its per-path disks
+/// nvme0c0nN (where passthrough requests go), not the heads nvme0nN.
+#[test]
+fn multipath_settings_go_to_the_per_path_disks() {
+    let f = Fixture::new();
+    let mp = common::CtrlDevs {
+        multipath: true,
+        ..CTRL1
+    };
+    f.make_passthru(&mp, false);
+    fs::write(f.ns(NQN_A, 4).join("cgroup_id"), "0\n").unwrap();
+    f.ok(&["bind", NQN_P, "passthru", "--cgroup", "tenant-a"]);
+    let out = f.ok(&["limit", NQN_P, "passthru", "--weight", "200"]);
+    assert!(out.contains("259:0 (nvme0c0n1)"), "{out}");
+    assert_eq!(
+        f.read("cgroup/tenant-a/io.weight"),
+        "default 100\n259:0 200\n259:1 200\n"
+    );
+}
+
+/// A passthru device_path that is not a controller's character device.
+#[test]
+fn passthru_device_must_be_a_controller() {
+    let f = passthru(false);
+    f.ok(&["bind", NQN_P, "passthru", "--cgroup", "tenant-a"]);
+    let sdb = f.p("dev/sdb").display().to_string();
+    fs::write(f.pt(NQN_P).join("device_path"), format!("{sdb}\n")).unwrap();
+    let (code, _, err) = f.run(&["limit", NQN_P, "passthru", "--weight", "300"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("is not a character device"), "{err}");
+    let ng = f.p("dev/ng0n1").display().to_string();
+    fs::write(f.pt(NQN_P).join("device_path"), format!("{ng}\n")).unwrap();
+    let (code, _, err) = f.run(&["limit", NQN_P, "passthru", "--weight", "300"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("is ng0n1, not an NVMe controller"), "{err}");
+    assert_eq!(f.read("cgroup/tenant-a/io.weight"), "default 100\n");
 }
