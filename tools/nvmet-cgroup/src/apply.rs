@@ -83,6 +83,18 @@ pub fn show_top(roots: &Roots, ns: &Namespace, dev: DevT) -> String {
     }
 }
 
+/// The limits that apply to a passthru controller's disk: `l` without its
+/// io.max keys, and whether it had any.
+pub fn without_io_max(l: &DevLimits) -> (DevLimits, bool) {
+    let kept = DevLimits {
+        weight: l.weight,
+        latency_us: l.latency_us,
+        ..DevLimits::default()
+    };
+    let had = l.riops.is_some() || l.wiops.is_some() || l.rbps.is_some() || l.wbps.is_some();
+    (kept, had)
+}
+
 fn control_files(dir: &Path, change: &Change) -> Vec<(PathBuf, &'static str)> {
     let mut v = Vec::new();
     if change.has_io_max() {

@@ -120,6 +120,11 @@ pub enum Command {
     /// gets each limit on each, and status says what that caps in all.
     Limit(LimitArgs),
     /// Show namespaces, their cgroups, devices, limits and io.stat counters.
+    ///
+    /// Passthru subsystems in use are listed as NQN passthru, with their
+    /// controller's disks, weight, latency target and io.stat; never with
+    /// io.max, which does not apply to them (a warning names io.max lines
+    /// found on those disks).
     Status(StatusArgs),
     /// Record every bound namespace's cgroup and limits in FILE.
     ///

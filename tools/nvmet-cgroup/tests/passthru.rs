@@ -225,6 +225,110 @@ fn multipath_settings_go_to_the_per_path_disks() {
     );
 }
 
+#[test]
+fn status_lists_passthru_without_io_max() {
+    let f = passthru(true);
+    // Unused passthru directories (NQN_A's, NQN_B's) are not listed.
+    let out = f.ok(&["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let nss = v["namespaces"].as_array().unwrap();
+    assert_eq!(nss.len(), 6, "{out}");
+    let pt = &nss[5];
+    assert_eq!(pt["nqn"], NQN_P);
+    assert_eq!(pt["nsid"], "passthru");
+    assert_eq!(pt["cgroup_state"], "none");
+
+    f.load_module();
+    f.ok(&[
+        "bind",
+        NQN_P,
+        "passthru",
+        "--cgroup",
+        "tenant-a",
+        "--reenable",
+    ]);
+    f.ok(&["limit", NQN_P, "passthru", "--weight", "300"]);
+    // io.max set by hand on one of the controller's disks, and io.stat.
+    fs::write(f.cg("tenant-a/io.max"), "259:1 riops=1000 wbps=5000000\n").unwrap();
+    fs::write(
+        f.cg("tenant-a/io.stat"),
+        "259:0 rbytes=8192 wbytes=4096 rios=2 wios=1 dbytes=0 dios=0\n",
+    )
+    .unwrap();
+    let id = f.ino("tenant-a");
+    fs::create_dir_all(f.p("debug/nvmet_cgroup")).unwrap();
+    fs::write(
+        f.p("debug/nvmet_cgroup/namespaces"),
+        format!("{NQN_P} 0 cgroup_id={id} mode=fast_path rw=context: io.cost enabled\n"),
+    )
+    .unwrap();
+
+    let out = f.ok(&["status", NQN_P, "passthru", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let nss = v["namespaces"].as_array().unwrap();
+    assert_eq!(nss.len(), 1);
+    let pt = &nss[0];
+    assert_eq!(pt["nsid"], "passthru");
+    assert_eq!(pt["enabled"], true);
+    assert_eq!(pt["cgroup_state"], "bound");
+    assert_eq!(pt["cgroup_path"], "tenant-a");
+    assert_eq!(pt["device_path"], f.p("dev/nvme0").display().to_string());
+    assert_eq!(pt["top_device"], "241:0");
+    let devs = pt["devices"].as_array().unwrap();
+    assert_eq!(devs.len(), 2);
+    assert_eq!(devs[0]["dev"], "259:0");
+    assert_eq!(devs[0]["name"], "nvme0n1");
+    assert_eq!(devs[0]["limits"]["weight"], 300);
+    assert_eq!(devs[0]["stat"]["rbytes"], 8192);
+    for dev in devs {
+        for key in ["riops", "wiops", "rbps", "wbps"] {
+            assert_eq!(dev["limits"][key], serde_json::Value::Null, "{out}");
+        }
+    }
+    assert_eq!(
+        pt["exec"],
+        format!("cgroup_id={id} mode=fast_path rw=context: io.cost enabled")
+    );
+    let warnings = pt["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{out}");
+    assert!(
+        warnings[0]
+            .as_str()
+            .unwrap()
+            .starts_with("the cgroup has io.max limits on 259:1, which do not apply"),
+        "{out}"
+    );
+
+    let out = f.ok(&["status", NQN_P, "passthru"]);
+    println!("{out}");
+    assert!(out.starts_with(&format!("{NQN_P} passthru\n")), "{out}");
+    assert!(
+        out.contains("  devices      241:0 -> 259:0 259:1\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  warning      the cgroup has io.max limits on 259:1"),
+        "{out}"
+    );
+    let header = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("DEVICE"))
+        .unwrap_or_default();
+    assert!(
+        header.contains("WEIGHT") && header.contains("READ"),
+        "{out}"
+    );
+    for col in ["RIOPS", "WIOPS", "RBPS", "WBPS"] {
+        assert!(!header.contains(col), "{out}");
+    }
+    assert!(!out.contains("1000") && !out.contains("5.0 MB/s"), "{out}");
+    let row = out
+        .lines()
+        .find(|l| l.contains("259:0 nvme0n1"))
+        .unwrap_or_default();
+    assert!(row.contains("300") && row.contains("8.2 kB"), "{out}");
+}
+
 /// A passthru device_path that is not a controller's character device.
 #[test]
 fn passthru_device_must_be_a_controller() {
