@@ -126,7 +126,8 @@ pub enum Command {
     /// io.max, which does not apply to them (a warning names io.max lines
     /// found on those disks).
     Status(StatusArgs),
-    /// Record every bound namespace's cgroup and limits in FILE.
+    /// Record every bound namespace's (and passthru subsystem's) cgroup and
+    /// limits in FILE.
     ///
     /// Cgroups are recorded by path (relative to the cgroup root), devices by
     /// /dev/disk/by-id/ link or /dev name; the file is replaced atomically,
@@ -140,7 +141,10 @@ pub enum Command {
     /// The whole file is validated before anything changes. Namespaces that
     /// are enabled are disabled and enabled again around the cgroup_id
     /// change (hosts see the namespace go away briefly), unless
-    /// --no-reenable is given. Running it again changes nothing.
+    /// --no-reenable is given. Running it again changes nothing. A passthru
+    /// record with io.max limits is refused (io.max does not apply to
+    /// passthru subsystems) and nothing is restored for it; the other
+    /// records are restored.
     Restore(RestoreArgs),
     /// Print the man page (roff), for installing as nvmet-cgroup.8.
     #[command(hide = true)]

@@ -17,10 +17,25 @@
 //!         { "path": "/dev/disk/by-id/wwn-0x5000", "riops": 1000, "wbps": 20971520,
 //!           "weight": 200, "latency_us": 5000 }
 //!       ]
+//!     },
+//!     {
+//!       "nqn": "nqn.2014-08.org.example:pt",
+//!       "nsid": "passthru",
+//!       "cgroup": "tenant-p",
+//!       "device_path": "/dev/nvme0",
+//!       "stack": [ "nvme ctrl serial=S123 > disk wwid=eui.0025..." ],
+//!       "devices": [ { "path": "/dev/disk/by-id/nvme-eui.0025...", "weight": 300 } ]
 //!     }
 //!   ]
 //! }
 //! ```
+//!
+//! `nsid` is a number, or "passthru" for a passthru subsystem's controller
+//! (its `device_path` the controller's character device, its `devices` the
+//! controller's disks, its `stack` chains `nvme ctrl serial=` or `name=`,
+//! then the disk).  A passthru record takes no io.max keys (`riops`,
+//! `wiops`, `rbps`, `wbps`): passthrough requests bypass blk-throttle, and
+//! `restore` refuses such a record.
 //!
 //! `cgroup` is relative to the cgroup root (IDs are not stable across
 //! reboots); `slice` is present when the cgroup is a systemd slice.

@@ -12,7 +12,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 
 use crate::device::{self, DevLookup, DevT, Node, Resolved};
 use crate::paths::Roots;
@@ -114,6 +114,38 @@ pub fn resolve(roots: &Roots, lookup: &dyn DevLookup, path: &Path) -> Result<Res
         leaves: disks.into_iter().map(|(d, _)| d).collect(),
         stack,
     })
+}
+
+/// A device recorded in a save file for a passthru controller whose disks
+/// are now `leaves`: through DEVFS as for a namespace, or, for a disk
+/// without a device node (a multipath per-path disk `/dev/nvmeXcYnZ`), by
+/// its kernel name among `leaves`.  Refused unless it is one of `leaves`:
+/// the limits of a controller go to its own disks only.
+pub fn resolve_recorded(
+    roots: &Roots,
+    lookup: &dyn DevLookup,
+    recorded: &str,
+    leaves: &[DevT],
+) -> Result<DevT> {
+    let p = roots.in_devfs(recorded);
+    let found = if p.exists() {
+        device::resolve_recorded(roots, lookup, recorded)?
+    } else {
+        let base = recorded.strip_prefix("/dev/").unwrap_or(recorded);
+        leaves
+            .iter()
+            .copied()
+            .filter(|d| device::dev_name(roots, *d).as_deref() == Some(base))
+            .collect()
+    };
+    match found.as_slice() {
+        [d] if leaves.contains(d) => Ok(*d),
+        [d] => bail!("{recorded} ({d}) is not one of the controller's disks now"),
+        [] => Err(anyhow!(
+            "{recorded} does not exist and names none of the controller's disks"
+        )),
+        _ => bail!("{recorded} reaches several disks, not one of the controller's"),
+    }
 }
 
 #[cfg(test)]

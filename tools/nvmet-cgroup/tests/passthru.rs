@@ -8,7 +8,7 @@ mod common;
 
 use std::fs;
 
-use common::{Fixture, CTRL1, NQN_A, NQN_P};
+use common::{d, Fixture, CTRL1, CTRL2, NQN_A, NQN_P};
 
 const IO_MAX: &str = "io.max does not apply to passthru subsystems: passthrough requests bypass blk-throttle; use --weight (io.cost) or --latency (io.latency)";
 
@@ -223,6 +223,26 @@ fn multipath_settings_go_to_the_per_path_disks() {
         f.read("cgroup/tenant-a/io.weight"),
         "default 100\n259:0 200\n259:1 200\n"
     );
+
+    // Saved by kernel name (a per-path disk has no device node), restored
+    // by that name among the controller's disks.
+    let file = f.p("cg.json");
+    let file = file.to_str().unwrap();
+    f.ok(&["save", file]);
+    let saved: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(file).unwrap()).unwrap();
+    let rec = &saved["namespaces"][0];
+    assert_eq!(rec["nsid"], "passthru");
+    assert_eq!(rec["devices"][0]["path"], "/dev/nvme0c0n1");
+    fs::write(f.pt(NQN_P).join("cgroup_id"), "0\n").unwrap();
+    fs::write(f.cg("tenant-a/io.weight"), "default 100\n").unwrap();
+    let out = f.ok(&["restore", file]);
+    assert!(out.contains("2 limit line(s) written"), "{out}");
+    assert_eq!(
+        f.read("cgroup/tenant-a/io.weight"),
+        "default 100\n259:0 200\n259:1 200\n"
+    );
+    assert_eq!(f.pt_cgroup_id(NQN_P), f.ino("tenant-a"));
 }
 
 #[test]
@@ -327,6 +347,197 @@ fn status_lists_passthru_without_io_max() {
         .find(|l| l.contains("259:0 nvme0n1"))
         .unwrap_or_default();
     assert!(row.contains("300") && row.contains("8.2 kB"), "{out}");
+}
+
+/// save records a passthru binding (without io.max, which does not apply
+/// to it); restore after a reboot binds it again and sets its disks'
+/// weight under their new numbers; a second restore changes nothing.
+#[test]
+fn save_then_restore_passthru_after_reboot() {
+    let f = passthru(true);
+    fs::write(f.ns(NQN_A, 4).join("cgroup_id"), "0\n").unwrap();
+    f.load_module();
+    f.ok(&[
+        "bind",
+        NQN_P,
+        "passthru",
+        "--cgroup",
+        "tenant-a",
+        "--reenable",
+    ]);
+    f.ok(&[
+        "limit",
+        NQN_P,
+        "passthru",
+        "--weight",
+        "300",
+        "--latency",
+        "2ms",
+    ]);
+    f.ok(&["bind", NQN_A, "1", "--cgroup", "tenant-a"]);
+    f.ok(&["limit", NQN_A, "1", "--riops", "1K"]);
+    // io.max by hand on a disk of the controller: not saved.
+    fs::write(
+        f.cg("tenant-a/io.max"),
+        format!(
+            "{}\n259:0 riops=7\n",
+            f.read("cgroup/tenant-a/io.max").trim_end()
+        ),
+    )
+    .unwrap();
+    let file = f.p("etc/nvmet/cgroup.json");
+    let file = file.to_str().unwrap();
+    let out = f.ok(&["save", file]);
+    assert!(
+        out.contains(&format!(
+            "note: {NQN_P} passthru: io.max on 259:0 not saved: {IO_MAX}"
+        )),
+        "{out}"
+    );
+    let saved: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(file).unwrap()).unwrap();
+    let recs = saved["namespaces"].as_array().unwrap();
+    assert_eq!(recs.len(), 2);
+    let pt = &recs[1];
+    assert_eq!(pt["nqn"], NQN_P);
+    assert_eq!(pt["nsid"], "passthru");
+    assert_eq!(pt["cgroup"], "tenant-a");
+    assert_eq!(pt["device_path"], f.p("dev/nvme0").display().to_string());
+    assert_eq!(
+        pt["stack"],
+        serde_json::json!([
+            "nvme ctrl serial=PT-SERIAL-0 > disk wwid=eui.00000001",
+            "nvme ctrl serial=PT-SERIAL-0 > disk wwid=eui.00000002"
+        ])
+    );
+    assert_eq!(
+        pt["devices"],
+        serde_json::json!([
+            { "path": "/dev/disk/by-id/nvme-eui.00000001", "weight": 300, "latency_us": 2000 },
+            { "path": "/dev/disk/by-id/nvme-eui.00000002", "weight": 300, "latency_us": 2000 }
+        ])
+    );
+
+    // "Reboot": a new tenant-a, new device numbers, nothing bound.
+    fs::create_dir_all(f.p("old")).unwrap();
+    fs::rename(f.cg("tenant-a"), f.p("old/tenant-a")).unwrap();
+    f.make_cgroup("tenant-a", "io\n");
+    f.remove_devices();
+    f.make_devices(&common::BOOT2);
+    f.make_passthru(&CTRL2, true);
+    let dev = f.p("dev");
+    f.make_ns(NQN_A, 1, &dev.join("sdb1"), false, 0);
+    assert_eq!(f.pt_cgroup_id(NQN_P), 0);
+
+    let out = f.ok(&["restore", file]);
+    assert!(out.contains("restored 2"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "{NQN_P} passthru: cgroup tenant-a (id {}): cgroup_id set, 4 limit line(s) written",
+            f.ino("tenant-a")
+        )),
+        "{out}"
+    );
+    assert_eq!(f.pt_cgroup_id(NQN_P), f.ino("tenant-a"));
+    assert_eq!(
+        f.read(&format!("configfs/subsystems/{NQN_P}/passthru/enable")),
+        "1\n"
+    );
+    assert_eq!(
+        f.read("cgroup/tenant-a/io.weight"),
+        format!("default 100\n{} 300\n{} 300\n", d(CTRL2.n1), d(CTRL2.n2))
+    );
+    assert_eq!(
+        f.read("cgroup/tenant-a/io.latency"),
+        format!("{} target=2000\n{} target=2000\n", d(CTRL2.n1), d(CTRL2.n2))
+    );
+    // Only the namespace's io.max line.
+    assert_eq!(
+        f.read("cgroup/tenant-a/io.max"),
+        format!("{} riops=1000\n", d(common::BOOT2.sdb))
+    );
+
+    let before = f.snapshot();
+    let out = f.ok(&["restore", file]);
+    assert_eq!(out.matches("unchanged").count(), 2, "{out}");
+    assert_eq!(f.snapshot(), before);
+}
+
+/// A passthru record with io.max keys (written by hand, or by another
+/// tool) is refused whole, with nothing written for it; the other records
+/// are restored.
+#[test]
+fn restore_refuses_io_max_for_passthru() {
+    let f = passthru(false);
+    let file = f.p("cg.json");
+    let by_id = "/dev/disk/by-id/nvme-eui.00000001";
+    let text = format!(
+        r#"{{"version":1,"namespaces":[
+        {{"nqn":"{NQN_A}","nsid":1,"cgroup":"tenant-a","device_path":"/x"}},
+        {{"nqn":"{NQN_P}","nsid":"passthru","cgroup":"tenant-c","device_path":"/dev/nvme0",
+          "devices":[{{"path":"{by_id}","weight":300}},
+                     {{"path":"/dev/disk/by-id/nvme-eui.00000002","weight":300,"riops":1000}}]}}]}}"#
+    );
+    fs::write(&file, text).unwrap();
+    let before = f.snapshot();
+    let (code, out, err) = f.run(&["restore", file.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(
+        err,
+        format!(
+            "nvmet-cgroup: error: {NQN_P} passthru: device /dev/disk/by-id/nvme-eui.00000002 has io.max limits (riops, wiops, rbps or wbps): {IO_MAX}; nothing restored for it (remove them from the file)\n\
+             nvmet-cgroup: error: 1 of 2 record(s) in {} could not be restored\n",
+            file.display()
+        )
+    );
+    assert!(
+        out.contains(&format!("{NQN_A} nsid 1: cgroup tenant-a")),
+        "{out}"
+    );
+    // The namespace restored; nothing for the passthru record: no
+    // tenant-c, no io file written, passthru/cgroup_id still 0.
+    assert_eq!(f.cgroup_id(NQN_A, 1), f.ino("tenant-a"));
+    assert!(!f.cg("tenant-c").exists());
+    assert_eq!(f.pt_cgroup_id(NQN_P), 0);
+    let after = f.snapshot();
+    let changed: Vec<String> = after
+        .iter()
+        .filter(|(k, v)| before.get(*k) != Some(*v))
+        .map(|(k, _)| k.display().to_string())
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            "cgroup/cgroup.subtree_control".to_string(),
+            format!("configfs/subsystems/{NQN_A}/namespaces/1/cgroup_id")
+        ]
+    );
+    assert_eq!(f.read("cgroup/cgroup.subtree_control"), "+io\n");
+}
+
+/// A passthru record's device must be one of the controller's disks now:
+/// a path that names another disk (a by-id link gone stale, a hand-edited
+/// file) is refused, with nothing written for the record.
+#[test]
+fn restore_refuses_a_disk_not_on_the_controller() {
+    let f = passthru(false);
+    let file = f.p("cg.json");
+    let text = format!(
+        r#"{{"version":1,"namespaces":[
+        {{"nqn":"{NQN_P}","nsid":"passthru","cgroup":"tenant-a","device_path":"/dev/nvme0",
+          "devices":[{{"path":"/dev/nvme0n1","weight":300}},{{"path":"/dev/sdb","weight":300}}]}}]}}"#
+    );
+    fs::write(&file, text).unwrap();
+    let before = f.snapshot();
+    let (code, out, err) = f.run(&["restore", file.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        err.starts_with(&format!(
+            "nvmet-cgroup: error: {NQN_P} passthru: device /dev/sdb: /dev/sdb (8:16) is not one of the controller's disks now\n"
+        )),
+        "{err}"
+    );
+    assert_eq!(f.snapshot(), before);
 }
 
 /// A passthru device_path that is not a controller's character device.
