@@ -21,7 +21,13 @@ writes the cgroup's ID to the namespace's configfs attribute cgroup_id (the I/O 
 namespace is then charged to that cgroup; the nvmet_cgroup module must be loaded to enable \
 it), limit writes io.max, io.weight and io.latency for the disks behind the namespace, \
 save and restore keep the bindings and limits across reboots (cgroup IDs are not stable, \
-so cgroups are recorded by path and devices by /dev path). Runs as root.\n\nRates given \
+so cgroups are recorded by path and devices by /dev path). Runs as root.\n\nA passthru \
+subsystem (passthru/device_path is an NVMe controller such as /dev/nvme0) is named by its \
+NQN and the word passthru in place of the NSID: bind writes passthru/cgroup_id, and the \
+controller's namespaces (its disks nvme0n1, ..., or nvme0c0n1, ... with native multipath) \
+are the disks its settings apply to. Passthrough requests bypass blk-throttle, so io.max \
+does not apply to them: limit refuses --riops, --wiops, --rbps and --wbps for passthru; \
+--weight (io.cost) and --latency (io.latency) apply, and io.stat counts their I/O.\n\nRates given \
 to limit take K, M, G and T suffixes to the base of 1000, for bytes and IOPS alike, as \
 systemd.resource-control(5) parses IOReadBandwidthMax= and IOReadIOPSMax= (20K is 20000, \
 100M is 100000000; KiB, MiB, ... are powers of 1024; fractions are rounded: 1.5K is 1500); \
