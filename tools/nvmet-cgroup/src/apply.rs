@@ -10,11 +10,16 @@ use anyhow::{anyhow, bail, Context, Result};
 use crate::bind::show_rel;
 use crate::cgroupfs::{self, CgroupIndex, Systemd};
 use crate::cli::LimitArgs;
-use crate::configfs::Namespace;
+use crate::configfs::{Namespace, NsId};
 use crate::device::{self, DevLookup, DevT, Resolved};
 use crate::limits::{self, Change, DevLimits, Latency, Limit, Weight};
+use crate::nvmectrl;
 use crate::paths::Roots;
 use crate::sysio;
+
+/// Why `limit` and `restore` take no io.max settings for a passthru
+/// subsystem.
+pub const IO_MAX_PASSTHRU: &str = "io.max does not apply to passthru subsystems: passthrough requests bypass blk-throttle; use --weight (io.cost) or --latency (io.latency)";
 
 /// The cgroup a namespace is bound to: its ID and path.
 pub fn bound_cgroup(roots: &Roots, ns: &Namespace) -> Result<(u64, String)> {
@@ -52,14 +57,42 @@ fn bound_with(
     Ok((id, rel))
 }
 
-/// The namespace's backing device and its leaf disks.
+/// The namespace's backing device and its leaf disks; for a passthru
+/// controller, its character device and its namespaces' disks.
 pub fn ns_devices(roots: &Roots, lookup: &dyn DevLookup, ns: &Namespace) -> Result<Resolved> {
     let dp = ns.device_path()?;
     if dp.is_empty() {
         bail!("{} has no device_path", ns.label());
     }
-    device::resolve_path(roots, lookup, Path::new(&dp))
-        .with_context(|| format!("{}: device_path {dp}", ns.label()))
+    let res = match ns.nsid {
+        NsId::Ns(_) => device::resolve_path(roots, lookup, Path::new(&dp)),
+        NsId::Passthru => nvmectrl::resolve(roots, lookup, Path::new(&dp)),
+    };
+    res.with_context(|| format!("{}: device_path {dp}", ns.label()))
+}
+
+/// How a namespace's top device is shown: `8:16 (sdb)`, or for a passthru
+/// controller `controller nvme0 (241:0)`.
+pub fn show_top(roots: &Roots, ns: &Namespace, dev: DevT) -> String {
+    match ns.nsid {
+        NsId::Ns(_) => show_dev(roots, dev),
+        NsId::Passthru => match nvmectrl::ctrl_name(roots, dev) {
+            Some(n) => format!("controller {n} ({dev})"),
+            None => format!("controller {dev}"),
+        },
+    }
+}
+
+/// The limits that apply to a passthru controller's disk: `l` without its
+/// io.max keys, and whether it had any.
+pub fn without_io_max(l: &DevLimits) -> (DevLimits, bool) {
+    let kept = DevLimits {
+        weight: l.weight,
+        latency_us: l.latency_us,
+        ..DevLimits::default()
+    };
+    let had = l.riops.is_some() || l.wiops.is_some() || l.rbps.is_some() || l.wbps.is_some();
+    (kept, had)
 }
 
 fn control_files(dir: &Path, change: &Change) -> Vec<(PathBuf, &'static str)> {
@@ -233,7 +266,6 @@ pub fn limit(
     args: &LimitArgs,
     out: &mut String,
 ) -> Result<()> {
-    let ns = Namespace::open(roots, &args.ns.nqn, args.ns.nsid)?;
     let change = Change {
         riops: args.riops,
         wiops: args.wiops,
@@ -245,15 +277,28 @@ pub fn limit(
     if change.is_empty() {
         bail!("give at least one of --riops, --wiops, --rbps, --wbps, --weight, --latency");
     }
+    // Before anything is read or written: the settings themselves are
+    // wrong for a passthru subsystem.
+    if args.ns.nsid.is_passthru() && change.has_io_max() {
+        bail!("{IO_MAX_PASSTHRU}");
+    }
+    let ns = Namespace::open(roots, &args.ns.nqn, args.ns.nsid)?;
     let (_, rel) = bound_cgroup(roots, &ns)?;
     let dir = roots.cgroup_dir(&rel);
     let res = ns_devices(roots, lookup, &ns)?;
+    if res.leaves.is_empty() {
+        bail!(
+            "{}: {} has no namespaces: no disk to set anything on",
+            ns.label(),
+            show_top(roots, &ns, res.top)
+        );
+    }
     check_files(&dir, &change)?;
     let _ = writeln!(
         out,
         "{} (device {}) in cgroup {}:",
         ns.label(),
-        show_dev(roots, res.top),
+        show_top(roots, &ns, res.top),
         show_rel(&rel)
     );
     let wanted: Vec<(DevT, Change)> = res.leaves.iter().map(|l| (*l, change)).collect();

@@ -157,7 +157,11 @@ pub fn bind(
         show_rel(&plan.rel)
     );
     if !cur.enabled && !roots.module_loaded() {
-        let _ = writeln!(out, "note: load nvmet_cgroup before enabling the namespace");
+        let _ = writeln!(
+            out,
+            "note: load nvmet_cgroup before enabling the {}",
+            ns.what()
+        );
     }
     if roots.systemd_booted() && cgroupfs::slice_of(&plan.rel).is_none() {
         let _ = writeln!(
@@ -276,6 +280,12 @@ mod tests {
 
     /// The same with other target arguments.
     fn bind_enabled_to(w: &Refuse, target: &[&str]) -> Run {
+        bind_enabled_at(w, "1", target)
+    }
+
+    /// The same for `nsid` (a number, or passthru: the subsystem's
+    /// passthru directory, a controller's device_path).
+    fn bind_enabled_at(w: &Refuse, nsid: &str, target: &[&str]) -> Run {
         let t = tempfile::tempdir().unwrap();
         let root = t.path();
         for cg in ["cgroup", "cgroup/tenant-a", "cgroup/tenant-b"] {
@@ -288,17 +298,24 @@ mod tests {
         fs::create_dir_all(root.join("run")).unwrap();
         let old = cgroupfs::id_of(&root.join("cgroup/tenant-b")).unwrap();
         let new = cgroupfs::id_of(&root.join("cgroup/tenant-a")).unwrap();
-        let ns = root
-            .join("configfs/subsystems")
-            .join(NQN)
-            .join("namespaces/1");
-        put(&ns.join("device_path"), "/dev/sdb\n");
+        let sub = root.join("configfs/subsystems").join(NQN);
+        let ns = if nsid == "passthru" {
+            sub.join("passthru")
+        } else {
+            sub.join("namespaces").join(nsid)
+        };
+        let dev = if nsid == "passthru" {
+            "/dev/nvme0"
+        } else {
+            "/dev/sdb"
+        };
+        put(&ns.join("device_path"), &format!("{dev}\n"));
         put(&ns.join("enable"), "1\n");
         put(&ns.join("cgroup_id"), &format!("{old}\n"));
         let before = snapshot(root);
 
         let p = |d: &str| root.join(d).display().to_string();
-        let mut argv = vec!["nvmet-cgroup", "bind", NQN, "1"];
+        let mut argv = vec!["nvmet-cgroup", "bind", NQN, nsid];
         argv.extend_from_slice(target);
         let roots = [
             "--reenable",
@@ -471,6 +488,58 @@ mod tests {
                 // Rolled back: the whole tree is as it was.
                 assert_eq!(snapshot(r.tree.path()), r.before, "{refuse:?}");
             }
+        }
+    }
+
+    /// A passthru controller is disabled, bound and enabled again through
+    /// passthru/enable and passthru/cgroup_id, and rolled back the same
+    /// way when the kernel refuses the enable (ENOENT for a cgroup it
+    /// can't find) or the cgroup_id write (EBUSY).
+    #[test]
+    fn passthru_reenable_and_roll_back() {
+        let w = refusing(&[]);
+        let r = bind_enabled_at(&w, "passthru", &["--cgroup", "tenant-a"]);
+        assert!(r.ns.ends_with("passthru"), "{}", r.ns.display());
+        let out = r.res.unwrap();
+        assert!(
+            out.starts_with(&format!("bound: {NQN} passthru -> ")),
+            "{out}"
+        );
+        assert_eq!(
+            *w.log.borrow(),
+            [
+                "enable=0".to_string(),
+                format!("cgroup_id={}", r.new),
+                "enable=1".into()
+            ]
+        );
+        assert_eq!(
+            fs::read_to_string(r.ns.join("cgroup_id")).unwrap(),
+            format!("{}\n", r.new)
+        );
+
+        for refuse in [&[2][..], &[1][..]] {
+            let w = refusing(refuse);
+            let r = bind_enabled_at(&w, "passthru", &["--cgroup", "tenant-a"]);
+            let msg = format!("{:#}", r.res.as_ref().unwrap_err());
+            let enable = r.ns.join("enable").display().to_string();
+            let first = if refuse == [2] {
+                format!(
+                    "enabling {NQN} passthru with cgroup_id {} failed: writing \"1\" to {enable}",
+                    r.new
+                )
+            } else {
+                format!(
+                    "changing the cgroup_id of {NQN} passthru to {} failed",
+                    r.new
+                )
+            };
+            assert!(msg.starts_with(&first), "{refuse:?}: {msg}");
+            assert!(
+                msg.ends_with(&format!("enabled again with cgroup_id {}", r.old)),
+                "{refuse:?}: {msg}"
+            );
+            assert_eq!(snapshot(r.tree.path()), r.before, "{refuse:?}");
         }
     }
 

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand};
 
+use crate::configfs::NsId;
 use crate::limits::{self, Latency, Limit, Weight};
 #[cfg(debug_assertions)]
 use crate::paths::Roots;
@@ -20,7 +21,13 @@ writes the cgroup's ID to the namespace's configfs attribute cgroup_id (the I/O 
 namespace is then charged to that cgroup; the nvmet_cgroup module must be loaded to enable \
 it), limit writes io.max, io.weight and io.latency for the disks behind the namespace, \
 save and restore keep the bindings and limits across reboots (cgroup IDs are not stable, \
-so cgroups are recorded by path and devices by /dev path). Runs as root.\n\nRates given \
+so cgroups are recorded by path and devices by /dev path). Runs as root.\n\nA passthru \
+subsystem (passthru/device_path is an NVMe controller such as /dev/nvme0) is named by its \
+NQN and the word passthru in place of the NSID: bind writes passthru/cgroup_id, and the \
+controller's namespaces (its disks nvme0n1, ..., or nvme0c0n1, ... with native multipath) \
+are the disks its settings apply to. Passthrough requests bypass blk-throttle, so io.max \
+does not apply to them: limit refuses --riops, --wiops, --rbps and --wbps for passthru; \
+--weight (io.cost) and --latency (io.latency) apply, and io.stat counts their I/O.\n\nRates given \
 to limit take K, M, G and T suffixes to the base of 1000, for bytes and IOPS alike, as \
 systemd.resource-control(5) parses IOReadBandwidthMax= and IOReadIOPSMax= (20K is 20000, \
 100M is 100000000; KiB, MiB, ... are powers of 1024; fractions are rounded: 1.5K is 1500); \
@@ -82,6 +89,9 @@ impl RootArgs {
 pub enum Command {
     /// Charge a namespace's I/O to a cgroup (writes the cgroup's ID to cgroup_id).
     ///
+    /// NQN passthru binds a passthru subsystem's controller instead
+    /// (passthru/cgroup_id; --reenable toggles passthru/enable).
+    ///
     /// Every cgroup above it gets +io in cgroup.subtree_control; for a slice
     /// on a systemd host, systemd does that (systemctl set-property
     /// --runtime SLICE IOAccounting=yes, then start), since it owns those
@@ -93,6 +103,11 @@ pub enum Command {
     Unbind(UnbindArgs),
     /// Set io.max, io.weight or io.latency of a bound namespace's cgroup for
     /// each disk behind the namespace.
+    ///
+    /// For NQN passthru the disks are the controller's namespaces, and only
+    /// --weight and --latency are taken: io.max does not apply to passthru
+    /// subsystems (passthrough requests bypass blk-throttle), so --riops,
+    /// --wiops, --rbps and --wbps are refused before anything is written.
     ///
     /// The disks are found from device_path through partitions (their whole
     /// disk), dm and md (their slaves) and loop devices (their backing file's
@@ -111,8 +126,14 @@ pub enum Command {
     /// gets each limit on each, and status says what that caps in all.
     Limit(LimitArgs),
     /// Show namespaces, their cgroups, devices, limits and io.stat counters.
+    ///
+    /// Passthru subsystems in use are listed as NQN passthru, with their
+    /// controller's disks, weight, latency target and io.stat; never with
+    /// io.max, which does not apply to them (a warning names io.max lines
+    /// found on those disks).
     Status(StatusArgs),
-    /// Record every bound namespace's cgroup and limits in FILE.
+    /// Record every bound namespace's (and passthru subsystem's) cgroup and
+    /// limits in FILE.
     ///
     /// Cgroups are recorded by path (relative to the cgroup root), devices by
     /// /dev/disk/by-id/ link or /dev name; the file is replaced atomically,
@@ -126,20 +147,28 @@ pub enum Command {
     /// The whole file is validated before anything changes. Namespaces that
     /// are enabled are disabled and enabled again around the cgroup_id
     /// change (hosts see the namespace go away briefly), unless
-    /// --no-reenable is given. Running it again changes nothing.
+    /// --no-reenable is given. Running it again changes nothing. A passthru
+    /// record with io.max limits is refused (io.max does not apply to
+    /// passthru subsystems) and nothing is restored for it; the other
+    /// records are restored.
     Restore(RestoreArgs),
     /// Print the man page (roff), for installing as nvmet-cgroup.8.
     #[command(hide = true)]
     Man,
 }
 
+/// A namespace ID (1 and up) or `passthru`.
+fn parse_nsid(s: &str) -> Result<NsId, String> {
+    s.parse()
+}
+
 #[derive(Debug, Args)]
 pub struct NsArgs {
     /// Subsystem NQN.
     pub nqn: String,
-    /// Namespace ID.
-    #[arg(value_parser = clap::value_parser!(u32).range(1..))]
-    pub nsid: u32,
+    /// Namespace ID, or passthru for a passthru subsystem's controller.
+    #[arg(value_name = "NSID", value_parser = parse_nsid)]
+    pub nsid: NsId,
 }
 
 #[derive(Debug, Args)]
@@ -215,9 +244,10 @@ pub struct LimitArgs {
 pub struct StatusArgs {
     /// Only this subsystem.
     pub nqn: Option<String>,
-    /// Only this namespace.
-    #[arg(requires = "nqn", value_parser = clap::value_parser!(u32).range(1..))]
-    pub nsid: Option<u32>,
+    /// Only this namespace (or passthru: only the subsystem's passthru
+    /// controller).
+    #[arg(value_name = "NSID", requires = "nqn", value_parser = parse_nsid)]
+    pub nsid: Option<NsId>,
     /// Print JSON: {"version":1,"namespaces":[...]}.
     #[arg(long)]
     pub json: bool,

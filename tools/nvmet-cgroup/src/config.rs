@@ -17,10 +17,25 @@
 //!         { "path": "/dev/disk/by-id/wwn-0x5000", "riops": 1000, "wbps": 20971520,
 //!           "weight": 200, "latency_us": 5000 }
 //!       ]
+//!     },
+//!     {
+//!       "nqn": "nqn.2014-08.org.example:pt",
+//!       "nsid": "passthru",
+//!       "cgroup": "tenant-p",
+//!       "device_path": "/dev/nvme0",
+//!       "stack": [ "nvme ctrl serial=S123 > disk wwid=eui.0025..." ],
+//!       "devices": [ { "path": "/dev/disk/by-id/nvme-eui.0025...", "weight": 300 } ]
 //!     }
 //!   ]
 //! }
 //! ```
+//!
+//! `nsid` is a number, or "passthru" for a passthru subsystem's controller
+//! (its `device_path` the controller's character device, its `devices` the
+//! controller's disks, its `stack` chains `nvme ctrl serial=` or `name=`,
+//! then the disk).  A passthru record takes no io.max keys (`riops`,
+//! `wiops`, `rbps`, `wbps`): passthrough requests bypass blk-throttle, and
+//! `restore` refuses such a record.
 //!
 //! `cgroup` is relative to the cgroup root (IDs are not stable across
 //! reboots); `slice` is present when the cgroup is a systemd slice.
@@ -39,7 +54,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::cgroupfs;
-use crate::configfs;
+use crate::configfs::{self, NsId};
 use crate::limits::{DevLimits, WEIGHT_MAX, WEIGHT_MIN};
 
 pub const VERSION: u64 = 1;
@@ -55,7 +70,7 @@ pub struct SaveFile {
 #[serde(deny_unknown_fields)]
 pub struct Record {
     pub nqn: String,
-    pub nsid: u32,
+    pub nsid: NsId,
     pub cgroup: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice: Option<String>,
@@ -113,9 +128,9 @@ impl DeviceRecord {
 }
 
 impl Record {
-    /// "NQN nsid N", for messages.
+    /// "NQN nsid N" or "NQN passthru", for messages.
     pub fn label(&self) -> String {
-        format!("{} nsid {}", self.nqn, self.nsid)
+        configfs::label(&self.nqn, self.nsid)
     }
 
     pub fn target(&self) -> cgroupfs::Target {
@@ -127,7 +142,7 @@ impl Record {
 
     fn validate(&self) -> Result<()> {
         configfs::check_nqn(&self.nqn)?;
-        if self.nsid == 0 {
+        if self.nsid == NsId::Ns(0) {
             bail!("nsid 0 is not a namespace");
         }
         cgroupfs::check_rel(&self.cgroup)?;
@@ -216,6 +231,29 @@ mod tests {
         let f = parse(GOOD)?;
         assert_eq!(f.namespaces[0].devices[0].riops, Some(1000));
         assert_eq!(parse(&render(&f)?)?, f);
+        Ok(())
+    }
+
+    /// A passthru record: `"nsid": "passthru"`, read and written back.
+    #[test]
+    fn passthru_record() -> Result<()> {
+        let text = r#"{"version":1,"namespaces":[{"nqn":"nqn.p","nsid":"passthru",
+            "cgroup":"t","device_path":"/dev/nvme0","devices":[{"path":"/dev/nvme0n1","weight":300}]}]}"#;
+        let f = parse(text)?;
+        assert_eq!(f.namespaces[0].nsid, NsId::Passthru);
+        assert_eq!(f.namespaces[0].label(), "nqn.p passthru");
+        let out = render(&f)?;
+        assert!(out.contains(r#""nsid": "passthru""#), "{out}");
+        assert_eq!(parse(&out)?, f);
+        for bad in [
+            r#""nsid":"pt""#,
+            r#""nsid":0"#,
+            r#""nsid":-1"#,
+            r#""nsid":null"#,
+        ] {
+            let t = text.replace(r#""nsid":"passthru""#, bad);
+            assert!(parse(&t).is_err(), "{bad}");
+        }
         Ok(())
     }
 

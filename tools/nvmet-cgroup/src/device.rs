@@ -44,6 +44,10 @@ pub struct Resolved {
 pub fn resolve_path(roots: &Roots, lookup: &dyn DevLookup, path: &Path) -> Result<Resolved> {
     let top = match lookup.lookup(path)? {
         Node::Block(d) | Node::File(d) => d,
+        Node::Char(_) => bail!(
+            "{} is a character device, not a block device or a file (an NVMe controller is exported by a passthru subsystem, named NQN passthru)",
+            path.display()
+        ),
     };
     resolve_top(roots, lookup, top)
 }
@@ -68,14 +72,14 @@ pub fn resolve_dev(roots: &Roots, lookup: &dyn DevLookup, dev: DevT) -> Result<V
 
 const MAX_DEPTH: usize = 16;
 
-fn read_dev(path: &Path) -> Result<DevT> {
+pub fn read_dev(path: &Path) -> Result<DevT> {
     let s = sysio::read_trim(path)?;
     s.parse()
         .with_context(|| format!("unexpected content in {}", path.display()))
 }
 
 /// A sysfs attribute's value, if it exists and is not blank.
-fn attr(dir: &Path, rel: &str) -> Option<String> {
+pub fn attr(dir: &Path, rel: &str) -> Option<String> {
     let v = sysio::read_opt(&dir.join(rel)).ok()??;
     let v = v.trim();
     (!v.is_empty()).then(|| v.to_string())
@@ -84,7 +88,7 @@ fn attr(dir: &Path, rel: &str) -> Option<String> {
 /// A whole disk by what survives a reboot and a rescan: its WWID (NVMe,
 /// SCSI), else its serial number (NVMe, virtio), else, for devices with
 /// neither (null_blk, brd, loop without a backing file), its name.
-fn disk_identity(real: &Path) -> String {
+pub fn disk_identity(real: &Path) -> String {
     for rel in ["wwid", "device/wwid"] {
         if let Some(v) = attr(real, rel) {
             return format!("disk wwid={v}");
@@ -173,6 +177,9 @@ fn chains(roots: &Roots, lookup: &dyn DevLookup, dev: DevT, depth: usize) -> Res
         }
         let d = match lookup.lookup(Path::new(file))? {
             Node::Block(d) | Node::File(d) => d,
+            Node::Char(_) => {
+                bail!("loop device {dev}: its backing file {file} is a character device")
+            }
         };
         return below(format!("loop file={file}"), d);
     }
@@ -227,6 +234,8 @@ pub fn resolve_recorded(
     let p = roots.in_devfs(recorded);
     match lookup.lookup(&p)? {
         Node::Block(d) => resolve_dev(roots, lookup, d),
-        Node::File(_) => bail!("{recorded} ({}) is not a block device", p.display()),
+        Node::File(_) | Node::Char(_) => {
+            bail!("{recorded} ({}) is not a block device", p.display())
+        }
     }
 }

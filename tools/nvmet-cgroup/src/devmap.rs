@@ -19,10 +19,12 @@ use crate::sysio;
 enum NodeSpec {
     Block(String),
     File(String),
+    Char(String),
 }
 
 /// A table of paths (canonicalised where they exist) and what they are,
-/// read from a JSON object `{"PATH": {"block": "8:16"} | {"file": "8:1"}}`;
+/// read from a JSON object `{"PATH": {"block": "8:16"} | {"file": "8:1"} |
+/// {"char": "241:0"}}`;
 /// paths not in it are stat'ed.
 pub struct MapLookup {
     map: HashMap<PathBuf, Node>,
@@ -42,6 +44,7 @@ impl MapLookup {
             let node = match v {
                 NodeSpec::Block(d) => Node::Block(d.parse()?),
                 NodeSpec::File(d) => Node::File(d.parse()?),
+                NodeSpec::Char(d) => Node::Char(d.parse()?),
             };
             map.insert(canon(Path::new(&k)), node);
         }

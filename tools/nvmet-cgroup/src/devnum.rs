@@ -59,6 +59,9 @@ pub enum Node {
     Block(DevT),
     /// A regular file: the `st_dev` of the filesystem it is on.
     File(DevT),
+    /// A character device node (an NVMe controller's `/dev/nvme0`): its
+    /// `st_rdev`.
+    Char(DevT),
 }
 
 /// `stat(2)` of `path`, following symlinks.
@@ -69,8 +72,9 @@ pub fn stat_node(path: &Path) -> Result<Node> {
     match FileType::from_raw_mode(st.st_mode) {
         FileType::BlockDevice => Ok(Node::Block(DevT::from_raw(st.st_rdev))),
         FileType::RegularFile => Ok(Node::File(DevT::from_raw(st.st_dev))),
+        FileType::CharacterDevice => Ok(Node::Char(DevT::from_raw(st.st_rdev))),
         _ => bail!(
-            "{} is neither a block device nor a regular file",
+            "{} is neither a block or character device nor a regular file",
             path.display()
         ),
     }

@@ -14,6 +14,7 @@ mod devnum;
 mod limits;
 mod man;
 mod module;
+mod nvmectrl;
 mod paths;
 mod restore;
 mod save;

@@ -129,6 +129,14 @@ fn files(roff: &mut Roff) {
                  Writable only while the namespace is disabled.",
             ),
             (
+                "/sys/kernel/config/nvmet/subsystems/NQN/passthru/cgroup_id",
+                "The same for a passthru subsystem (named NQN passthru): writable only while \
+                 passthru/enable reads 0. Its device_path is an NVMe controller (/dev/nvme0), \
+                 whose namespaces (nvme0n1, ..., or the per-path nvme0c0n1, ... with native \
+                 multipath) are the disks io.weight and io.latency are set on. io.max does not \
+                 apply: passthrough requests bypass blk-throttle.",
+            ),
+            (
                 "/sys/fs/cgroup",
                 "The cgroup v2 mount: cgroup paths are relative to it; io.max, io.weight, \
                  io.latency and io.stat are read and written in the namespace's cgroup.",
@@ -136,7 +144,7 @@ fn files(roff: &mut Roff) {
             (
                 "/sys/kernel/debug/nvmet_cgroup/namespaces",
                 "The module's status file: where each bound namespace's commands run (status \
-                 shows it).",
+                 shows it); NSID 0 is a passthru subsystem's controller.",
             ),
             (
                 "/lib/systemd/system/nvmet-cgroup.service",
@@ -188,6 +196,13 @@ fn examples(roff: &mut Roff) {
         (
             "Show every namespace, or one as JSON:",
             "nvmet-cgroup status; nvmet-cgroup status --json nqn.2014-08.org.example:vol1 1",
+        ),
+        (
+            "Charge a passthru subsystem's controller to a cgroup and give it a weight on \
+             the controller's disks (io.max is refused: passthrough requests bypass \
+             blk-throttle):",
+            "nvmet-cgroup bind nqn.2014-08.org.example:pt passthru --cgroup tenant-p \
+             --reenable; nvmet-cgroup limit nqn.2014-08.org.example:pt passthru --weight 300",
         ),
         (
             "Keep the bindings for the next boot (nvmet-cgroup.service restores them):",

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use anyhow::{bail, Result};
 
-use crate::configfs::Namespace;
+use crate::configfs::{Namespace, NsId};
 use crate::paths::Roots;
 use crate::sysio;
 
@@ -26,10 +26,10 @@ pub fn require_loaded(roots: &Roots, ns: &Namespace) -> Result<()> {
 /// Where namespaces' commands run, from the module's status file
 /// `DEBUGFS/nvmet_cgroup/namespaces`, read once: one line per enabled
 /// namespace with a cgroup, `NQN NSID cgroup_id=ID mode=MODE rw=WHERE` (the
-/// ABI file documents it).
+/// ABI file documents it); NSID 0 is a passthru subsystem's controller.
 pub struct ExecInfo {
     /// What follows `NQN NSID`, per namespace; or why nothing is known.
-    lines: std::result::Result<HashMap<(String, u32), String>, String>,
+    lines: std::result::Result<HashMap<(String, NsId), String>, String>,
 }
 
 impl ExecInfo {
@@ -60,18 +60,41 @@ impl ExecInfo {
     }
 }
 
-fn parse_status(text: &str) -> HashMap<(String, u32), String> {
+fn parse_status(text: &str) -> HashMap<(String, NsId), String> {
     let mut map = HashMap::new();
     for line in text.lines() {
         let mut words = line.splitn(3, ' ');
         let (Some(nqn), Some(nsid)) = (words.next(), words.next()) else {
             continue;
         };
-        let Ok(nsid) = nsid.parse::<u32>() else {
-            continue;
+        let nsid = match nsid.parse::<u32>() {
+            Ok(0) => NsId::Passthru,
+            Ok(n) => NsId::Ns(n),
+            Err(_) => continue,
         };
         let rest = words.next().unwrap_or("").trim().to_string();
         map.entry((nqn.to_string(), nsid)).or_insert(rest);
     }
     map
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// NSID 0 is a passthru subsystem's controller.
+    #[test]
+    fn status_lines() {
+        let m = parse_status("q 0 cgroup_id=5 mode=lanes rw=transport\nq 2 cgroup_id=6 mode=lanes rw=transport\nq x junk\n");
+        assert_eq!(
+            m.get(&("q".to_string(), NsId::Passthru))
+                .map(String::as_str),
+            Some("cgroup_id=5 mode=lanes rw=transport")
+        );
+        assert_eq!(
+            m.get(&("q".to_string(), NsId::Ns(2))).map(String::as_str),
+            Some("cgroup_id=6 mode=lanes rw=transport")
+        );
+        assert_eq!(m.len(), 2);
+    }
 }

@@ -58,6 +58,11 @@ impl Roots {
         self.sysfs.join("dev/block").join(dev.to_string())
     }
 
+    /// `SYSFS/dev/char/MAJ:MIN`.
+    pub fn dev_char(&self, dev: DevT) -> PathBuf {
+        self.sysfs.join("dev/char").join(dev.to_string())
+    }
+
     /// `DEBUGFS/nvmet_cgroup/namespaces`: the module's status file.
     pub fn status_file(&self) -> PathBuf {
         self.debugfs.join("nvmet_cgroup/namespaces")

@@ -12,9 +12,10 @@ use crate::apply;
 use crate::bind::{self, show_rel};
 use crate::cgroupfs::{self, Systemd};
 use crate::config::{self, Record};
-use crate::configfs::Namespace;
+use crate::configfs::{Namespace, NsId};
 use crate::device::{self, DevLookup, DevT};
 use crate::limits::Change;
+use crate::nvmectrl;
 use crate::paths::Roots;
 use crate::sysio::AttrWriter;
 
@@ -28,15 +29,39 @@ fn one(
     r: &Record,
     reenable: bool,
 ) -> Result<String> {
+    // A passthru record with io.max is refused whole, before anything is
+    // read: what it asks for can't be had.
+    if r.nsid.is_passthru() {
+        for d in &r.devices {
+            let (_, had) = apply::without_io_max(&d.limits());
+            if had {
+                bail!(
+                    "device {} has io.max limits (riops, wiops, rbps or wbps): {}; nothing restored for it (remove them from the file)",
+                    d.path,
+                    apply::IO_MAX_PASSTHRU
+                );
+            }
+        }
+    }
     let ns = Namespace::open(roots, &r.nqn, r.nsid)?;
     // Everything that can be checked before a change is checked first; the
     // device stack first of all: limits recorded for the disks of another
     // stack would land on whatever the paths name now.
     let verified = verify_stack(roots, lookup, &ns, r)?;
+    let ctrl_disks = if r.nsid.is_passthru() && !r.devices.is_empty() {
+        apply::ns_devices(roots, lookup, &ns)?.leaves
+    } else {
+        Vec::new()
+    };
     let mut wanted: Vec<(DevT, Change)> = Vec::new();
     for d in &r.devices {
-        let leaves = device::resolve_recorded(roots, lookup, &d.path)
-            .with_context(|| format!("device {}", d.path))?;
+        let leaves = match r.nsid {
+            NsId::Ns(_) => device::resolve_recorded(roots, lookup, &d.path),
+            NsId::Passthru => {
+                nvmectrl::resolve_recorded(roots, lookup, &d.path, &ctrl_disks).map(|l| vec![l])
+            }
+        }
+        .with_context(|| format!("device {}", d.path))?;
         let change = Change::from_limits(&d.limits());
         wanted.extend(leaves.into_iter().map(|l| (l, change)));
     }

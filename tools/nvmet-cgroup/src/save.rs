@@ -19,11 +19,15 @@ use crate::configfs::Namespace;
 use crate::device::{self, DevLookup};
 use crate::paths::Roots;
 
+/// The record of a bound namespace or passthru controller; for a passthru
+/// controller without the io.max limits found on its disks (they do not
+/// apply to it), each of which adds a line to `notes`.
 fn record(
     roots: &Roots,
     lookup: &dyn DevLookup,
     index: &CgroupIndex,
     ns: &Namespace,
+    notes: &mut Vec<String>,
 ) -> Result<Option<Record>> {
     if ns.cgroup_id()? == 0 {
         return Ok(None);
@@ -33,7 +37,18 @@ fn record(
     let dir = roots.cgroup_dir(&rel);
     let mut devices = Vec::new();
     for leaf in res.leaves.iter().copied() {
-        let l = apply::read_limits(&dir, leaf)?;
+        let mut l = apply::read_limits(&dir, leaf)?;
+        if ns.nsid.is_passthru() {
+            let (kept, had) = apply::without_io_max(&l);
+            if had {
+                notes.push(format!(
+                    "note: {}: io.max on {leaf} not saved: {}",
+                    ns.label(),
+                    apply::IO_MAX_PASSTHRU
+                ));
+            }
+            l = kept;
+        }
         if l.is_empty() {
             continue;
         }
@@ -118,8 +133,9 @@ pub fn save(
 ) -> Result<()> {
     let index = CgroupIndex::build(roots);
     let mut namespaces = Vec::new();
+    let mut notes = Vec::new();
     for ns in Namespace::list(roots, None, None)? {
-        if let Some(r) = record(roots, lookup, &index, &ns).context("nothing saved")? {
+        if let Some(r) = record(roots, lookup, &index, &ns, &mut notes).context("nothing saved")? {
             namespaces.push(r);
         }
     }
@@ -146,6 +162,9 @@ pub fn save(
         let _ = writeln!(out, "kept the previous file as {}", bak.display());
     }
     write_atomic(file, &text)?;
+    for n in notes {
+        let _ = writeln!(out, "{n}");
+    }
     let _ = writeln!(
         out,
         "saved {} namespace(s) to {}",

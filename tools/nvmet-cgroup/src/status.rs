@@ -1,26 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0
-//! `status`: each namespace's binding, devices, limits, io.stat counters and
-//! execution context, as a table or as JSON.
+//! `status`: each namespace's (and passthru subsystem's) binding, devices,
+//! limits, io.stat counters and execution context, as a table or as JSON.
 //!
 //! JSON schema (`status --json`, version 1):
 //!
 //! ```text
 //! { "version": 1,
 //!   "namespaces": [ {
-//!     "nqn": string, "nsid": number, "device_path": string, "enabled": bool,
+//!     "nqn": string,
+//!     "nsid": number | "passthru",         // "passthru": a passthru subsystem's controller
+//!     "device_path": string, "enabled": bool,
 //!     "cgroup_id": number,
 //!     "cgroup_state": "none" | "bound" | "stale",
 //!     "cgroup_path": string | null,        // relative to the cgroup root, "" = root
-//!     "top_device": "MAJ:MIN" | null,      // the device of device_path
+//!     "top_device": "MAJ:MIN" | null,      // the device of device_path (passthru:
+//!                                          // the controller's character device)
 //!     "device_error": string | null,       // why the devices could not be resolved
 //!     "devices": [ {                        // leaf whole disks the limits apply to
+//!                                           // (passthru: the controller's disks)
 //!       "dev": "MAJ:MIN", "name": string | null,
 //!       "limits": null | { "riops", "wiops", "rbps", "wbps", "weight", "latency_us":
-//!                          number | null },   // null: no limit / default weight
+//!                          number | null },   // null: no limit / default weight;
+//!                                             // passthru: io.max keys always null
 //!       "stat": null | { "rbytes", "wbytes", "rios", "wios", "dbytes", "dios": number }
 //!     } ],
 //!     "exec": string,                      // where the namespace's commands run
-//!     "warnings": [ string ]               // e.g. io.max multiplied by striping
+//!     "warnings": [ string ]               // e.g. io.max multiplied by striping, or
+//!                                          // io.max lines that do not apply (passthru)
 //!   } ] }
 //! ```
 
@@ -34,7 +40,7 @@ use serde::Serialize;
 use crate::apply;
 use crate::cgroupfs::CgroupIndex;
 use crate::cli::StatusArgs;
-use crate::configfs::Namespace;
+use crate::configfs::{Namespace, NsId};
 use crate::device::{self, DevLookup};
 use crate::limits::{self, DevLimits, IoStat};
 use crate::module::ExecInfo;
@@ -50,7 +56,7 @@ pub struct StatusDoc {
 #[derive(Debug, Serialize)]
 pub struct NsStatus {
     pub nqn: String,
-    pub nsid: u32,
+    pub nsid: NsId,
     pub device_path: String,
     pub enabled: bool,
     pub cgroup_id: u64,
@@ -96,11 +102,21 @@ fn one(
         None => Default::default(),
     };
     let mut devices = Vec::new();
+    let mut ignored = Vec::new();
     for dev in leaves {
-        let lim = match &dir {
+        let mut lim = match &dir {
             Some(d) => Some(apply::read_limits(d, dev)?),
             None => None,
         };
+        if let (NsId::Passthru, Some(l)) = (ns.nsid, &lim) {
+            // Never shown as applying: blk-throttle does not see
+            // passthrough requests.
+            let (kept, had) = apply::without_io_max(l);
+            if had {
+                ignored.push(dev.to_string());
+            }
+            lim = Some(kept);
+        }
         devices.push(DevStatus {
             dev: dev.to_string(),
             name: device::dev_name(roots, dev),
@@ -123,6 +139,12 @@ fn one(
         warnings: Vec::new(),
     };
     st.warnings.extend(spread_warning(&st));
+    if !ignored.is_empty() {
+        st.warnings.push(format!(
+            "the cgroup has io.max limits on {}, which do not apply to this passthru subsystem's I/O: passthrough requests bypass blk-throttle (use io.weight or io.latency)",
+            ignored.join(" ")
+        ));
+    }
     Ok(st)
 }
 
@@ -223,10 +245,14 @@ fn device_table(ns: &NsStatus) -> Table {
         t.set_content_arrangement(ContentArrangement::Dynamic)
             .set_width(w.saturating_sub(2));
     }
-    t.set_header([
-        "DEVICE", "RIOPS", "WIOPS", "RBPS", "WBPS", "WEIGHT", "LATENCY", "READ", "WRITTEN", "RIOS",
-        "WIOS",
-    ]);
+    // io.max does not apply to a passthru controller's disks: no columns.
+    let io_max = !ns.nsid.is_passthru();
+    let mut header = vec!["DEVICE"];
+    if io_max {
+        header.extend(["RIOPS", "WIOPS", "RBPS", "WBPS"]);
+    }
+    header.extend(["WEIGHT", "LATENCY", "READ", "WRITTEN", "RIOS", "WIOS"]);
+    t.set_header(header);
     for d in &ns.devices {
         let Some(l) = &d.limits else { continue };
         let name = match &d.name {
@@ -234,12 +260,11 @@ fn device_table(ns: &NsStatus) -> Table {
             None => d.dev.clone(),
         };
         let s = d.stat.clone().unwrap_or_default();
-        t.add_row([
-            name,
-            opt(l.riops),
-            opt(l.wiops),
-            bps(l.rbps),
-            bps(l.wbps),
+        let mut row = vec![name];
+        if io_max {
+            row.extend([opt(l.riops), opt(l.wiops), bps(l.rbps), bps(l.wbps)]);
+        }
+        row.extend([
             l.weight
                 .map_or_else(|| "default".to_string(), |w| w.to_string()),
             l.latency_us
@@ -249,6 +274,7 @@ fn device_table(ns: &NsStatus) -> Table {
             s.rios.to_string(),
             s.wios.to_string(),
         ]);
+        t.add_row(row);
     }
     for i in 1..t.column_count() {
         if let Some(c) = t.column_mut(i) {
@@ -276,7 +302,7 @@ fn text(doc: &StatusDoc, out: &mut String) {
             (None, Some(e)) => format!("unresolved: {e}"),
             (None, None) => "unresolved".to_string(),
         };
-        let _ = writeln!(out, "{} nsid {}", ns.nqn, ns.nsid);
+        let _ = writeln!(out, "{}", crate::configfs::label(&ns.nqn, ns.nsid));
         let _ = writeln!(out, "  device_path  {}", ns.device_path);
         let _ = writeln!(
             out,

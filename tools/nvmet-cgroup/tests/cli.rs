@@ -784,6 +784,17 @@ fn man_page_and_help() {
     assert!(!text.contains("nvmet-cgroup-bind"), "{text}");
     assert!(!man.contains("--configfs"), "hidden options in the page");
 
+    // Passthru subsystems: how they are named, and that io.max is refused.
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for want in [
+        "the word passthru in place of the NSID",
+        "io.max does not apply to passthru subsystems (passthrough requests bypass blk-throttle)",
+        "/sys/kernel/config/nvmet/subsystems/NQN/passthru/cgroup_id",
+        "nvmet-cgroup limit nqn.2014-08.org.example:pt passthru --weight 300",
+    ] {
+        assert!(flat.contains(want), "{want:?} not in the page");
+    }
+
     let help = f.ok(&["limit", "--help"]);
     for want in ["base of 1000", "20K is 20000", "infinity", "1.5K is 1500"] {
         assert!(help.contains(want), "{want:?} not in {help}");

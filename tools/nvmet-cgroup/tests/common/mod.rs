@@ -12,6 +12,8 @@ use std::process::Command;
 
 pub const NQN_A: &str = "nqn.2014-08.org.example:a";
 pub const NQN_B: &str = "nqn.2014-08.org.example:b";
+/// A passthru subsystem (see [`Fixture::make_passthru`]).
+pub const NQN_P: &str = "nqn.2014-08.org.example:pt";
 
 /// Device numbers of the fixture's block devices.
 #[derive(Clone, Copy)]
@@ -49,6 +51,44 @@ pub const BOOT2: Devs = Devs {
     loop0: (7, 5),
     sde: (8, 144),
     ghost: (8, 201),
+};
+
+/// Device numbers of a passthru subsystem's NVMe controller `nvme0`: its
+/// character device, its two namespaces' disks (per-path disks
+/// `nvme0c0n1`, `nvme0c0n2` with multipath), the multipath heads
+/// `nvme0n1`, `nvme0n2` (not under the controller), and its generic
+/// character device `ng0n1` (not a disk).
+#[derive(Clone, Copy)]
+pub struct CtrlDevs {
+    pub ctrl: (u32, u32),
+    pub n1: (u32, u32),
+    pub n2: (u32, u32),
+    pub head1: (u32, u32),
+    pub head2: (u32, u32),
+    pub ng: (u32, u32),
+    /// Native multipath: the disks under the controller are nvme0c0nN.
+    pub multipath: bool,
+}
+
+pub const CTRL1: CtrlDevs = CtrlDevs {
+    ctrl: (241, 0),
+    n1: (259, 0),
+    n2: (259, 1),
+    head1: (259, 4),
+    head2: (259, 5),
+    ng: (242, 0),
+    multipath: false,
+};
+
+/// The same controller after a reboot, with other numbers.
+pub const CTRL2: CtrlDevs = CtrlDevs {
+    ctrl: (241, 3),
+    n1: (259, 7),
+    n2: (259, 8),
+    head1: (259, 9),
+    head2: (259, 10),
+    ng: (242, 3),
+    multipath: false,
 };
 
 pub fn d((a, b): (u32, u32)) -> String {
@@ -247,7 +287,118 @@ impl Fixture {
         f.make_ns(NQN_A, 3, &dev.join("loop0"), false, 0);
         f.make_ns(NQN_A, 4, &dev.join("ghost"), false, f.ino("tenant-a"));
         f.make_ns(NQN_B, 1, &dev.join("sdb"), true, 0);
+        // Every subsystem has a passthru directory, unused but for a
+        // passthru subsystem.
+        for nqn in [NQN_A, NQN_B] {
+            f.make_passthru_dir(nqn, "", false, 0);
+        }
         f
+    }
+
+    pub fn pt(&self, nqn: &str) -> PathBuf {
+        self.p(&format!("configfs/subsystems/{nqn}/passthru"))
+    }
+
+    pub fn pt_cgroup_id(&self, nqn: &str) -> u64 {
+        fs::read_to_string(self.pt(nqn).join("cgroup_id"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    /// A subsystem's `passthru/` as nvmet makes it.
+    pub fn make_passthru_dir(&self, nqn: &str, device_path: &str, enabled: bool, id: u64) {
+        let dir = self.pt(nqn);
+        fs::create_dir_all(dir.with_file_name("namespaces")).unwrap();
+        write(&dir.join("device_path"), &format!("{device_path}\n"));
+        write(&dir.join("enable"), if enabled { "1\n" } else { "0\n" });
+        write(&dir.join("cgroup_id"), &format!("{id}\n"));
+        write(&dir.join("admin_timeout"), "0\n");
+        write(&dir.join("io_timeout"), "0\n");
+        write(&dir.join("clear_ids"), "1\n");
+    }
+
+    /// The passthru subsystem NQN_P over controller nvme0 (`devs`), with
+    /// `enabled` and cgroup_id 0; its sysfs (the controller, its disks,
+    /// SYSFS/dev/char and SYSFS/dev/block links), DEVFS nodes, by-id links
+    /// for the plain disks, and their device map entries.
+    pub fn make_passthru(&self, devs: &CtrlDevs, enabled: bool) {
+        let sys = self.p("sys");
+        let ctrl = sys.join("devices/virtual/nvme-fabrics/ctl/nvme0");
+        write(&ctrl.join("dev"), &format!("{}\n", d(devs.ctrl)));
+        write(&ctrl.join("serial"), "PT-SERIAL-0\n");
+        write(&ctrl.join("uevent"), "MAJOR=241\nDEVNAME=nvme0\n");
+        let heads = sys.join("devices/virtual/nvme-subsystem/nvme-subsys0");
+        let mut block = Vec::new();
+        for (i, (dev, head, wwid)) in [
+            (devs.n1, devs.head1, "eui.00000001"),
+            (devs.n2, devs.head2, "eui.00000002"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let n = i + 1;
+            let name = if devs.multipath {
+                format!("nvme0c0n{n}")
+            } else {
+                format!("nvme0n{n}")
+            };
+            let dir = ctrl.join(&name);
+            write(&dir.join("dev"), &format!("{}\n", d(dev)));
+            write(&dir.join("wwid"), &format!("{wwid}\n"));
+            write(
+                &dir.join("uevent"),
+                &format!("DEVNAME={name}\nDEVTYPE=disk\n"),
+            );
+            block.push((dir, dev, name));
+            if devs.multipath {
+                let hdir = heads.join(format!("nvme0n{n}"));
+                write(&hdir.join("dev"), &format!("{}\n", d(head)));
+                write(&hdir.join("wwid"), &format!("{wwid}\n"));
+                write(
+                    &hdir.join("uevent"),
+                    &format!("DEVNAME=nvme0n{n}\nDEVTYPE=disk\n"),
+                );
+                block.push((hdir, head, format!("nvme0n{n}")));
+            }
+        }
+        let ng = ctrl.join("ng0n1");
+        write(&ng.join("dev"), &format!("{}\n", d(devs.ng)));
+        for (kind, dir, dev) in [("char", &ctrl, devs.ctrl), ("char", &ng, devs.ng)] {
+            let link = sys.join("dev").join(kind).join(d(dev));
+            fs::create_dir_all(link.parent().unwrap()).unwrap();
+            symlink(dir, link).unwrap();
+        }
+        let mut map: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(self.p("devmap.json")).unwrap()).unwrap();
+        for (dir, dev, name) in &block {
+            symlink(dir, sys.join("dev/block").join(d(*dev))).unwrap();
+            // Per-path disks have no device node.
+            if name.contains('c') {
+                continue;
+            }
+            let node = self.p("dev").join(name);
+            write(&node, "");
+            map[node.display().to_string()] = serde_json::json!({ "block": d(*dev) });
+            if !devs.multipath || name.starts_with("nvme0n") {
+                let wwid = fs::read_to_string(dir.join("wwid")).unwrap();
+                symlink(
+                    format!("../../{name}"),
+                    self.p("dev/disk/by-id")
+                        .join(format!("nvme-{}", wwid.trim())),
+                )
+                .unwrap();
+            }
+        }
+        let node = self.p("dev/nvme0");
+        write(&node, "");
+        map[node.display().to_string()] = serde_json::json!({ "char": d(devs.ctrl) });
+        let ngnode = self.p("dev/ng0n1");
+        write(&ngnode, "");
+        map[ngnode.display().to_string()] = serde_json::json!({ "char": d(devs.ng) });
+        write(&self.p("devmap.json"), &map.to_string());
+        self.make_passthru_dir(NQN_P, &node.display().to_string(), enabled, 0);
     }
 
     pub fn load_module(&self) {
