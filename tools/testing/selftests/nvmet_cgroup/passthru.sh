@@ -13,19 +13,27 @@ cd "$(dirname "$0")" || exit 1
 . ./case_lib.sh
 . ./nvmet_lib.sh
 . ./cgroup_lib.sh
+. ./cli_lib.sh
 
 NQN=nqn.2026-12.io.nvmet-cgroup:passthru
 PT=$NVMET_CFS/subsystems/$NQN/passthru
 STATUS=/sys/kernel/debug/nvmet_cgroup/namespaces
-CTRL= DISK=
+# the controller's disk, once setup has set device_path (each case runs in
+# a subshell: setup's variables do not reach the others)
+DISK=/dev/null
+disk() {
+	DISK=$(cat "$PT/device_path")n1
+	[ -b "$DISK" ] || fail "no disk $DISK"
+}
 
 setup() {
+	local ctrl
 	modprobe nvmet && modprobe nvme_loop && modprobe nvmet_cgroup &&
-	CTRL=$(pci_nvme_ctrl) && DISK=${CTRL}n1 &&
+	ctrl=$(pci_nvme_ctrl) &&
 	cg_create pt/tenant && cg_create pt/other &&
-	subsys_create "$NQN" && echo -n "$CTRL" > "$PT/device_path" &&
-	port_create 1 loop && port_add_subsys 1 "$NQN" || return
-	echo "controller $CTRL, disk $DISK ($(devnum "$DISK"))"
+	subsys_create "$NQN" && echo -n "$ctrl" > "$PT/device_path" &&
+	port_create 1 loop && port_add_subsys 1 "$NQN" && disk || return
+	echo "controller $ctrl, disk $DISK ($(devnum "$DISK"))"
 }
 
 # store VALUE EXPECTED: the write succeeds and show prints EXPECTED
@@ -115,7 +123,7 @@ host_stat() {
 # controller's disk, reads and writes one for one; none in the sibling's.
 io_charged_one_for_one() {
 	local hd r0 w0 tr0 tw0 hr hw tr tw
-	hd=$(host_dev "$NQN" 1) || return
+	disk && hd=$(host_dev "$NQN" 1) || return
 	echo 2 > "/sys/block/${hd#/dev/}/queue/nomerges"
 	r0=$(host_stat "$hd" 1) w0=$(host_stat "$hd" 5)
 	tr0=$(cg_stat pt/tenant "$DISK" rios) tw0=$(cg_stat pt/tenant "$DISK" wios)
@@ -145,7 +153,7 @@ iolat_field() {
 # reads the disk directly, below full queue depth.
 io_latency_holds_the_tenant() {
 	local hd d pid total depth
-	hd=$(host_dev "$NQN" 1) && d=$(devnum "$DISK") || return
+	disk && hd=$(host_dev "$NQN" 1) && d=$(devnum "$DISK") || return
 	echo 1 > /sys/module/blk_cgroup/parameters/blkcg_debug_stats &&
 	echo "$d target=1" > "$CG/pt/tenant/io.latency" || return
 	( echo "$BASHPID" > "$CG/pt/other/cgroup.procs" &&
@@ -164,6 +172,29 @@ io_latency_holds_the_tenant() {
 		fail "the sibling was not held back (depth=$depth)"
 }
 
+# The CLI never writes an io.max that would not apply: it refuses with the
+# reason and writes nothing; io.latency goes to the controller's disk
+# (io.weight needs io.cost on it, which this boot cannot configure).
+cli_refuses_io_max() {
+	local out d
+	cli_built && disk && d=$(devnum "$DISK") || return
+	if out=$("$CLI" limit "$NQN" passthru --riops 100 2>&1); then
+		fail "limit --riops was accepted: $out"
+		return
+	fi
+	echo "$out"
+	case "$out" in
+	*"io.max does not apply to passthru subsystems"*) ;;
+	*) fail "unexpected message: $out"; return ;;
+	esac
+	! grep -q "^$d " "$CG/pt/tenant/io.max" ||
+		fail "io.max was written: $(cat "$CG/pt/tenant/io.max")" || return
+	"$CLI" limit "$NQN" passthru --latency 5ms || fail "limit --latency failed" || return
+	grep -qx "$d target=5000" "$CG/pt/tenant/io.latency" ||
+		fail "io.latency: $(cat "$CG/pt/tenant/io.latency")" || return
+	"$CLI" status "$NQN" passthru
+}
+
 # Disabling passthru waits for its commands and gives the context back: the
 # module's line goes, and the module can be unloaded.
 disable_releases_the_context() {
@@ -179,7 +210,7 @@ teardown() {
 }
 
 ktap_print_header
-ktap_set_plan 9
+ktap_set_plan 10
 run_case "setup" setup
 run_case "passthru_cgroup_id_store_rules" cgroup_id_store_rules
 run_case "passthru_enable_without_module_fails" enable_without_module_fails
@@ -187,6 +218,7 @@ run_case "passthru_enable_unknown_cgroup_fails" enable_unknown_cgroup_fails
 run_case "passthru_enabled_busy_and_listed" enabled_busy_and_listed
 run_case "passthru_io_charged_one_for_one" io_charged_one_for_one
 run_case "passthru_io_latency_holds_the_tenant" io_latency_holds_the_tenant
+run_case "passthru_cli_refuses_io_max" cli_refuses_io_max
 run_case "passthru_disable_releases_the_context" disable_releases_the_context
 run_case "teardown" teardown
 ktap_finished
