@@ -1001,12 +1001,7 @@ fn restore_refuses_a_changed_device_stack() {
     assert!(err.contains("2 of 3 record(s)"), "{err}");
     // Namespace 1 restored; nothing at all written for 2 and 3.
     assert_eq!(f.cgroup_id(NQN_A, 1), f.ino("tenant-a"));
-    let after = f.snapshot();
-    let changed: Vec<String> = after
-        .iter()
-        .filter(|(k, v)| before.get(*k) != Some(*v))
-        .map(|(k, _)| k.display().to_string())
-        .collect();
+    let changed = f.changed_since(&before);
     assert_eq!(
         changed,
         [

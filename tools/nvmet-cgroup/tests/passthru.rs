@@ -499,12 +499,7 @@ fn restore_refuses_io_max_for_passthru() {
     assert_eq!(f.cgroup_id(NQN_A, 1), f.ino("tenant-a"));
     assert!(!f.cg("tenant-c").exists());
     assert_eq!(f.pt_cgroup_id(NQN_P), 0);
-    let after = f.snapshot();
-    let changed: Vec<String> = after
-        .iter()
-        .filter(|(k, v)| before.get(*k) != Some(*v))
-        .map(|(k, _)| k.display().to_string())
-        .collect();
+    let changed = f.changed_since(&before);
     assert_eq!(
         changed,
         [

@@ -468,6 +468,16 @@ impl Fixture {
         }
         out
     }
+
+    /// The paths (relative to the root) whose content differs from
+    /// `before`, a [`Fixture::snapshot`], or that are new since.
+    pub fn changed_since(&self, before: &BTreeMap<PathBuf, String>) -> Vec<String> {
+        self.snapshot()
+            .iter()
+            .filter(|(k, v)| before.get(*k) != Some(*v))
+            .map(|(k, _)| k.display().to_string())
+            .collect()
+    }
 }
 
 /// The files of a fixture cgroup (as [`Fixture::make_cgroup`] makes them).

@@ -211,6 +211,14 @@ passthru_create() {
 	echo 1 > "$p/enable"
 }
 
+# passthru_disk NQN: the disk of the passthru controller's namespace 1
+passthru_disk() {
+	local d
+	d=$(cat "$NVMET_CFS/subsystems/$1/passthru/device_path")n1
+	[ -b "$d" ] || fail "no disk $d" || return
+	echo "$d"
+}
+
 # passthru_destroy NQN: disable passthru and remove the subsystem.
 passthru_destroy() {
 	local s=$NVMET_CFS/subsystems/$1

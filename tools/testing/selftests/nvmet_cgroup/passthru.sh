@@ -22,8 +22,7 @@ STATUS=/sys/kernel/debug/nvmet_cgroup/namespaces
 # a subshell: setup's variables do not reach the others)
 DISK=/dev/null
 disk() {
-	DISK=$(cat "$PT/device_path")n1
-	[ -b "$DISK" ] || fail "no disk $DISK"
+	DISK=$(passthru_disk "$NQN")
 }
 
 setup() {

@@ -19,8 +19,7 @@ RUNTIME=${IOCOST_RUNTIME:-15}
 # the controller's disk (each case runs in a subshell: see passthru.sh)
 DISK=/dev/null
 disk() {
-	DISK=$(cat "$NVMET_CFS/subsystems/$NQN/passthru/device_path")n1
-	[ -b "$DISK" ] || fail "no disk $DISK"
+	DISK=$(passthru_disk "$NQN")
 }
 
 setup() {
