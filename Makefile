@@ -82,7 +82,7 @@ bench:
 	scripts/bench
 
 # An upstream blktests tree's nvme tests in the VM with the module loaded:
-#   make blktests BLKTESTS=DIR [TESTS="nvme/010 ..."] [BIND=0|1|"0 1"] [TRANSPORTS="loop tcp"]
+#   make blktests BLKTESTS=DIR [TESTS="nvme/010 ..."] [BIND=0|1|"0 1"] [TRANSPORTS="loop tcp rdma fc"]
 # (scripts/blktests lists the other knobs; command-line variables reach it
 # through the environment).
 blktests:

@@ -6,7 +6,7 @@
 # with every namespace bound to a cgroup (bind.sh), and leave the results in
 # OUT for the host to tabulate.
 #
-#   guest.sh --stage DIR --out DIR --trtype loop|tcp [--bind] [--test-timeout SEC] TEST...
+#   guest.sh --stage DIR --out DIR --trtype loop|tcp|rdma|fc [--bind] [--test-timeout SEC] TEST...
 #
 # DIR/guest.tar holds tree/ (the blktests copy, src/ built), bin/ and lib/.
 # TEST is a blktests test (nvme/010) or group (nvme).  Passed through to
@@ -80,6 +80,20 @@ config=$work/config
 		[ -n "${!v:-}" ] && printf '%s=%q\n' "$v" "${!v}"
 	done
 } > "$config"
+
+# rdma: blktests' start_soft_rdma binds siw to every Ethernet device with a
+# carrier and takes the target's address from its IPv4 address: the
+# guest's one virtio-net device (scripts/vm), up, with 192.0.2.1
+# (TEST-NET-1) on it.  (lo will not do: siw's GID would be lo's zero
+# hardware address, which the RDMA CM cannot find a device by.)
+if [ "$trtype" = rdma ]; then
+	for n in /sys/class/net/*; do
+		[ "$(cat "$n/type")" = 1 ] || continue
+		ip link set "${n##*/}" up && ip addr add 192.0.2.1/24 dev "${n##*/}" &&
+			echo "# rdma: ${n##*/} up with 192.0.2.1/24" >> "$log"
+		break
+	done
+fi
 
 if [ "$bind" = 1 ]; then
 	cg=/sys/fs/cgroup/nvmet-blktests

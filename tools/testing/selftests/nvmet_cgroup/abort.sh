@@ -11,6 +11,7 @@
 # there when it deletes the queues and complete them with ABORT_QUEUE
 # (counted by a kprobe on the glue's nvmet_cgroup_req_abort), none lost (the
 # disable after it returns) and none completed twice (the console check).
+# Each case runs over each of NVMET_TRANSPORTS (loop, tcp, rdma, fc).
 cd "$(dirname "$0")" || exit 1
 . ./case_lib.sh
 . ./nvmet_lib.sh
@@ -23,12 +24,13 @@ setup() {
 	echo "$(devnum /dev/nullb0) riops=50" > "$CG/abort/io.max" &&
 	subsys_create "$NQN" &&
 	ns_create "$NQN" 1 /dev/nullb0 cgroup_id="$(cg_id abort)" &&
-	port_create 1 tcp && port_add_subsys 1 "$NQN" && host_connect tcp "$NQN"
+	ports_create "$NVMET_TRANSPORTS" "$NQN"
 }
 
-disconnect_with_queued_commands() {
+disconnect_with_queued_commands() {	# TRANSPORT
 	local dev pid
-	dev=$(host_dev "$NQN" 1) || return
+	echo "$(devnum /dev/nullb0) riops=50" > "$CG/abort/io.max" &&
+	host_connect "$1" "$NQN" && dev=$(host_dev "$NQN" 1) || return
 	# --thread: one process, so that killing it ends the job too
 	fio --name=q --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=libaio \
 		--iodepth=64 --time_based --runtime=120 --thread --minimal > /dev/null 2>&1 &
@@ -39,13 +41,14 @@ disconnect_with_queued_commands() {
 	wait $pid || true
 }
 
-disable_enable_again() {
+disable_enable_again() {	# TRANSPORT
 	local dev
 	timeout 30 bash -c "echo 0 > $NVMET_CFS/subsystems/$NQN/namespaces/1/enable" ||
 		fail "disable hung" || return
 	echo 1 > "$NVMET_CFS/subsystems/$NQN/namespaces/1/enable" || return
 	echo "$(devnum /dev/nullb0) riops=max" > "$CG/abort/io.max" &&
-	host_connect tcp "$NQN" && dev=$(host_dev "$NQN" 1) && fio_verify "$dev"
+	host_connect "$1" "$NQN" && dev=$(host_dev "$NQN" 1) && fio_verify "$dev" &&
+	host_disconnect "$NQN"
 }
 
 TRACE=/sys/kernel/debug/tracing
@@ -55,12 +58,11 @@ ABORT_EVENT=$TRACE/events/nvmet_cgroup_test/abort
 # namespace 2 on the slow device, through the lanes only
 lanes_setup() {
 	local ns=$NVMET_CFS/subsystems/$NQN/namespaces/1
-	host_disconnect "$NQN" && echo 0 > "$ns/enable" &&
+	echo 0 > "$ns/enable" &&
 	rmmod nvmet_cgroup && modprobe nvmet_cgroup fast_path=0 &&
 	echo 1 > "$ns/enable" &&
 	nullb_create nullb1 64 irqmode=2 completion_nsec=500000000 hw_queue_depth=1 &&
-	ns_create "$NQN" 2 /dev/nullb1 cgroup_id="$(cg_id abort)" &&
-	host_connect tcp "$NQN" || return
+	ns_create "$NQN" 2 /dev/nullb1 cgroup_id="$(cg_id abort)" || return
 	echo 0 > "$TRACE/options/record-cmd" &&
 	echo 0 > /proc/sys/debug/kprobes-optimization &&
 	echo "$ABORT_PROBE" >> "$TRACE/kprobe_events" || fail "cannot add the kprobe"
@@ -78,9 +80,11 @@ queued_behind() {
 	read -r r w < "/sys/block/$1/inflight" && [ "$((r + w))" -ge 16 ]
 }
 
-queued_in_the_context_aborted() {
-	local dev ctrl pid start aborts rc=0
-	dev=$(host_dev "$NQN" 2) || return
+queued_in_the_context_aborted() {	# TRANSPORT
+	local dev ctrl pid start aborts rc=0 ns2=$NVMET_CFS/subsystems/$NQN/namespaces/2
+	# the previous transport's case ended with namespace 2 disabled
+	[ "$(cat "$ns2/enable")" = 1 ] || echo 1 > "$ns2/enable" || return
+	host_connect "$1" "$NQN" && dev=$(host_dev "$NQN" 2) || return
 	ctrl=${dev#/dev/}; ctrl=${ctrl%n*}
 	echo > "$TRACE/trace" && echo 1 > "$ABORT_EVENT/enable" || return
 	fio --name=q --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=libaio \
@@ -122,17 +126,22 @@ teardown() {
 	echo '-:nvmet_cgroup_test/abort' >> "$TRACE/kprobe_events"
 	# the last case disconnected already, unless it failed early
 	nvme disconnect -n "$NQN" > /dev/null 2>&1
-	port_destroy 1 && subsys_destroy "$NQN" &&
-	cg_remove abort && rmmod nvmet_cgroup nvme_tcp nvmet_tcp &&
+	ports_destroy "$NVMET_TRANSPORTS" && subsys_destroy "$NQN" &&
+	cg_remove abort && rmmod nvmet_cgroup &&
 	nullb_destroy nullb0 && nullb_destroy nullb1 && rmmod null_blk
 }
 
 ktap_print_header
-ktap_set_plan 6
+read -ra trs <<< "$NVMET_TRANSPORTS"
+ktap_set_plan $((3 + 3 * ${#trs[@]}))
 run_case "setup" setup
-run_case "disconnect_with_throttled_queue_returns" disconnect_with_queued_commands
-run_case "disable_and_enable_again_serves_io" disable_enable_again
-run_case "lanes_only_and_a_one_tag_device" lanes_setup
-run_case "commands_queued_in_the_context_aborted_on_reset" queued_in_the_context_aborted
+for tr in "${trs[@]}"; do
+	run_case "${tr}_disconnect_with_throttled_queue_returns" disconnect_with_queued_commands "$tr"
+	run_case "${tr}_disable_and_enable_again_serves_io" disable_enable_again "$tr"
+done
+run_case "setup_lanes_only_and_a_one_tag_device" lanes_setup
+for tr in "${trs[@]}"; do
+	run_case "${tr}_commands_queued_in_the_context_aborted_on_reset" queued_in_the_context_aborted "$tr"
+done
 run_case "teardown" teardown
 ktap_finished

@@ -12,6 +12,11 @@ cd "$(dirname "$0")" || exit 1
 . ./fastpath_lib.sh
 
 NQN=nqn.2026-11.io.nvmet-cgroup:charge
+# loop carries every case; each other transport the exact charge and the
+# unset namespace, with an eighth of loop's I/O (tcp and rdma do 50-250
+# IOPS here)
+TRANSPORTS=$(with_loop "$NVMET_TRANSPORTS")
+OTHER_N=512
 SUB=$NVMET_CFS/subsystems/$NQN
 MNT=/mnt/charge
 # Every association the module makes (kthread_associate_blkcg(css)): which
@@ -37,7 +42,7 @@ setup() {
 	ns_create "$NQN" 2 /dev/nullb0 &&
 	ns_create "$NQN" 3 /dev/nullb1 cgroup_id="$(cg_id charge/parent/child)" &&
 	ns_create "$NQN" 4 "$MNT/ns.img" cgroup_id="$(cg_id charge/file)" &&
-	port_create 1 loop && port_add_subsys 1 "$NQN" && host_connect loop "$NQN" || return
+	ports_create "$TRANSPORTS" "$NQN" && host_connect loop "$NQN" || return
 	# kprobes patched in only between jobs (see fastpath_lib.sh)
 	# one clock for every CPU: the markers are ordered against the events
 	fp_tracing_options && echo global > "$TRACE/trace_clock" &&
@@ -49,8 +54,9 @@ setup() {
 # 4. io.stat grows by exactly what fio did: 4096 reads and 4096 writes of
 # 4 KiB, direct, on a host disk that merges nothing (nomerges=2), so each
 # is one command, one bio on nullb0 and one io.stat I/O
-io_stat_matches_fio() {
-	local dev r0 w0 ri0 wi0 r1 w1 ri1 wi1 n=4096 bytes=$((4096 * 4096))
+io_stat_matches_fio() {	# [N]: N reads and N writes (4096)
+	local dev r0 w0 ri0 wi0 r1 w1 ri1 wi1 n=${1:-4096} bytes
+	bytes=$((n * 4096))
 	dev=$(host_dev "$NQN" 1) || return
 	echo 2 > "/sys/block/${dev#/dev/}/queue/nomerges" || return
 	r0=$(cg_stat charge/a /dev/nullb0 rbytes); ri0=$(cg_stat charge/a /dev/nullb0 rios)
@@ -66,11 +72,11 @@ io_stat_matches_fio() {
 }
 
 # 4. with cgroup_id 0, the cgroup's line does not grow
-unset_ns_not_charged() {
+unset_ns_not_charged() {	# [SIZE]: read that much (8M)
 	local dev before after
 	dev=$(host_dev "$NQN" 2) || return
 	before=$(cg_stat charge/a /dev/nullb0 rios)
-	fio_job "$dev" randread 4k --size=8M >/dev/null || return
+	fio_job "$dev" randread 4k --size="${1:-8M}" >/dev/null || return
 	after=$(cg_stat charge/a /dev/nullb0 rios)
 	[ "$before" = "$after" ] || fail "cgroup charged for a namespace without cgroup_id: $before -> $after"
 }
@@ -192,21 +198,32 @@ file_flush_wz_dsm() {
 	fio_verify "$dev"
 }
 
+# over TRANSPORT: the host connected over it instead
+over() {	# TRANSPORT
+	host_disconnect "$NQN" && host_connect "$1" "$NQN"
+}
+
 teardown() {
 	echo '-:nvmet_cgroup_test/assoc' >> "$TRACE/kprobe_events"
 	echo '-:nvmet_cgroup_test/run' >> "$TRACE/kprobe_events"
 	echo local > "$TRACE/trace_clock"
-	host_disconnect "$NQN" && port_destroy 1 && subsys_destroy "$NQN" &&
-	umount "$MNT" && cg_remove charge && rmmod nvmet_cgroup nvme_loop &&
+	host_disconnect "$NQN" && ports_destroy "$TRANSPORTS" && subsys_destroy "$NQN" &&
+	umount "$MNT" && cg_remove charge && rmmod nvmet_cgroup &&
 	nullb_destroy nullb0 && nullb_destroy nullb1 && nullb_destroy nullb2 && rmmod null_blk
 }
 
 ktap_print_header
-ktap_set_plan 6
+read -ra others <<< "${TRANSPORTS#loop}"
+ktap_set_plan $((6 + 3 * ${#others[@]}))
 run_case "setup" setup
 run_case "io_stat_matches_fio_totals" io_stat_matches_fio
 run_case "cgroup_id_0_not_charged" unset_ns_not_charged
 run_case "cgroup_removed_under_io_falls_back_to_parent" cgroup_removed_under_io
 run_case "file_flush_write_zeroes_dsm" file_flush_wz_dsm
+for tr in "${others[@]}"; do
+	run_case "setup_$tr" over "$tr"
+	run_case "${tr}_io_stat_matches_fio_totals" io_stat_matches_fio $OTHER_N
+	run_case "${tr}_cgroup_id_0_not_charged" unset_ns_not_charged 1M
+done
 run_case "teardown" teardown
 ktap_finished

@@ -3,6 +3,9 @@
 # The fault matrix: faults injected while fio writes and verifies
 # (crc32c, verified as it goes) on a bdev and a file namespace with a cgroup
 # over nvme-tcp (subsystem T) and the same over nvme-loop (subsystem L).
+# nvme-rdma and nvme-fc (NVMET_TRANSPORTS) carry the disconnect rounds
+# (subsystem D has a port of each transport) and the disable/enable under
+# load, on a namespace 3 of subsystem R (bdev, rdma) and F (file, fc).
 # That load must end with no I/O error and no verify error, and every fio
 # must exit within a bound (a hung fio is a lost command).  Where a fault
 # legitimately fails I/O (port unlink), the case names the errors it
@@ -29,6 +32,20 @@ NQN_L=nqn.2026-12.io.nvmet-cgroup:faults-loop
 NQN_D=nqn.2026-12.io.nvmet-cgroup:faults-disconnect
 NQN_M=nqn.2026-12.io.nvmet-cgroup:faults-many
 NQN_X=nqn.2026-12.io.nvmet-cgroup:faults-memory
+NQN_R=nqn.2026-12.io.nvmet-cgroup:faults-rdma
+NQN_F=nqn.2026-12.io.nvmet-cgroup:faults-fc
+# rdma and fc, when NVMET_TRANSPORTS has them: their subsystem letter and
+# nvmet port (T's is 1, L's 2)
+declare -A EXTRA_SUB=([rdma]=R [fc]=F) EXTRA_PORT=([rdma]=3 [fc]=4)
+EXTRA=()
+for tr in $NVMET_TRANSPORTS; do
+	[ -z "${EXTRA_SUB[$tr]}" ] || EXTRA+=("$tr")
+done
+# the namespaces 3 disable_enable_under_load flaps
+FLAP_SUBS="T L"
+for tr in "${EXTRA[@]}"; do
+	FLAP_SUBS="$FLAP_SUBS ${EXTRA_SUB[$tr]}"
+done
 MNT=/mnt/faults
 HOG=/mnt/faults-hog
 STATUS=/sys/kernel/debug/nvmet_cgroup/namespaces
@@ -39,6 +56,9 @@ TCP_LOSS="--ctrl-loss-tmo=10 --reconnect-delay=2"
 # Namespaces with a cgroup that the host uses: subsystem letter and NSID.
 # Namespace 3 of T (bdev) and L (file) is the one the cases disable.
 HOST_NS="T 1 T 2 L 1 L 2 T 3 L 3 D 1 D 2"
+for tr in "${EXTRA[@]}"; do
+	HOST_NS="$HOST_NS ${EXTRA_SUB[$tr]} 3"
+done
 
 # rounds SHORT FULL: this run's round count
 rounds() {
@@ -54,6 +74,7 @@ nqn() {
 	case "$1" in
 	T) echo "$NQN_T" ;; L) echo "$NQN_L" ;; D) echo "$NQN_D" ;;
 	M) echo "$NQN_M" ;; X) echo "$NQN_X" ;;
+	R) echo "$NQN_R" ;; F) echo "$NQN_F" ;;
 	esac
 }
 
@@ -200,7 +221,8 @@ setup() {
 	mkfs.ext4 -q -F -b 4096 /dev/nullb1 && mount -o noatime /dev/nullb1 "$MNT" &&
 	fallocate -l 64M "$MNT/t.img" && fallocate -l 64M "$MNT/l.img" &&
 	fallocate -l 16M "$MNT/flap.img" && fallocate -l 16M "$MNT/d.img" &&
-	fallocate -l 16M "$MNT/x.img" || return
+	fallocate -l 16M "$MNT/x.img" && fallocate -l 16M "$MNT/f.img" &&
+	nullb_create nullb7 32 || return
 	for s in t1 t2 l1 l2 flap thr; do
 		cg_create "faults/$s" || return
 	done
@@ -218,6 +240,16 @@ setup() {
 	port_add_subsys 1 "$NQN_D" && port_add_subsys 2 "$NQN_D" &&
 	host_connect tcp "$NQN_T" $TCP_LOSS && host_connect loop "$NQN_L" &&
 	host_connect tcp "$NQN_D" || return
+	# R 3 (bdev) and F 3 (file), each over its own transport
+	for tr in "${EXTRA[@]}"; do
+		s=${EXTRA_SUB[$tr]}
+		if [ "$s" = R ]; then n=/dev/nullb7; else n=$MNT/f.img; fi
+		subsys_create "$(nqn "$s")" &&
+		ns_create "$(nqn "$s")" 3 "$n" cgroup_id="$(cg_id faults/flap)" &&
+		port_create "${EXTRA_PORT[$tr]}" "$tr" && port_add_subsys "${EXTRA_PORT[$tr]}" "$(nqn "$s")" &&
+		port_add_subsys "${EXTRA_PORT[$tr]}" "$NQN_D" && host_connect "$tr" "$(nqn "$s")" || return
+		patterns write "$s" 3 || return
+	done
 	patterns write T 1 2 3 L 1 2 3 D 1 2 && host_disconnect "$NQN_D" &&
 	load_limit faults/t1 nullb0 && load_limit faults/t2 nullb1 &&
 	load_limit faults/l1 nullb2 && load_limit faults/l2 nullb1
@@ -264,7 +296,7 @@ patterns() {
 	shift
 	for a in "$@"; do
 		case "$a" in
-		[TLDMX]) s=$a ;;
+		[TLDMXRF]) s=$a ;;
 		*) d=$(host_ns "$s" "$a") || return; devs+=("$d") ;;
 		esac
 	done
@@ -306,7 +338,7 @@ rmmod_refused_under_load() {
 GONE_ERRNOS="5 6 19 28 67 95"
 
 # flap_start: one fio (fio takes seconds to start here), a job on
-# namespace 3 of T and one on namespace 3 of L, sequential 4k writes with
+# namespace 3 of each of FLAP_SUBS (T, L, R, F), sequential 4k writes with
 # crc32c headers from LOAD_OFF on, verified once written (--do_verify):
 # the disable lands in the write phase, so the jobs fail before they read
 # (a read of a namespace the host is removing reads nothing, which fio
@@ -314,18 +346,22 @@ GONE_ERRNOS="5 6 19 28 67 95"
 # checked after the enable (flap_check)
 FLAP_N=2048
 flap_start() {
-	local dt dl wt wl
-	dt=$(host_ns T 3) && dl=$(host_ns L 3) || return
-	wt=$(writes_done "${dt#/dev/}") && wl=$(writes_done "${dl#/dev/}") || return
+	local s d jobs=() devs=() w=()
+	for s in $FLAP_SUBS; do
+		d=$(host_ns "$s" 3) || return
+		devs+=("${d#/dev/}") && w+=("$(writes_done "${d#/dev/}")") || return
+		jobs+=(--name="flap$s" --filename="$d")
+	done
 	rm -f "$OUT-flap"
 	fio --rw=write --bs=4k --offset=$LOAD_OFF --size=$((FLAP_N * 4096)) --direct=1 \
 		--ioengine=libaio --iodepth=4 --rate_iops=$((4 * LOAD_IOPS)) --verify=crc32c \
 		--do_verify=1 --verify_fatal=1 --verify_state_save=0 --thread \
-		--name=flapT --filename="$dt" --name=flapL --filename="$dl" \
-		--output="$OUT-flap" > /dev/null 2>&1 &
+		"${jobs[@]}" --output="$OUT-flap" > /dev/null 2>&1 &
 	LOAD_PID[flap]=$!
-	wait_for 60 moved "${dt#/dev/}" "$wt" && wait_for 60 moved "${dl#/dev/}" "$wl" ||
-		fail "fio on T 3 and L 3 did not start writing"
+	for d in "${!devs[@]}"; do
+		wait_for 60 moved "${devs[d]}" "${w[d]}" ||
+			fail "fio on namespaces 3 of $FLAP_SUBS: /dev/${devs[d]} did not start writing" || return
+	done
 }
 
 # flap_end: the fio on the two namespaces disabled under it must exit
@@ -335,18 +371,18 @@ declare -A FLAP_KIB FLAP_ERR
 flap_end() {
 	local pid=${LOAD_PID[flap]} s err kib
 	timeout 60 tail --pid="$pid" -f /dev/null ||
-		{ kill -KILL "$pid"; fail "fio on T 3 and L 3 still runs 60 s after the disable: a lost command"; return; }
+		{ kill -KILL "$pid"; fail "fio on namespaces 3 of $FLAP_SUBS still runs 60 s after the disable: a lost command"; return; }
 	wait "$pid"
 	! grep -qiE 'verify|bad magic|mismatch' "$OUT-flap" ||
-		fail "fio on T 3 and L 3: a verify error: $(grep -m 1 -iE 'verify|magic|mismatch' "$OUT-flap")" || return
-	for s in T L; do
+		fail "fio on namespaces 3 of $FLAP_SUBS: a verify error: $(grep -m 1 -iE 'verify|magic|mismatch' "$OUT-flap")" || return
+	for s in $FLAP_SUBS; do
 		# job S's section: "flapS: (groupid=...): err= N..." up to the next job's
 		err=$(sed -n "s/^flap$s: (groupid.*): err= *\([0-9]*\)[: ].*/\1/p" "$OUT-flap")
 		[ -n "$err" ] || fail "fio on $s 3: no summary" || return
 		[ "$err" = 0 ] || [[ " $GONE_ERRNOS " == *" $err "* ]] ||
 			fail "fio on $s 3: err=$err, expected 0 or one of $GONE_ERRNOS" || return
 		# "write: IOPS=..., BW=... (...)(NKiB/...)": what completed
-		kib=$(awk -v job="flap$s:" '$1 == job { on = 1; next } /^flap[TL]: / { on = 0 }
+		kib=$(awk -v job="flap$s:" '$1 == job { on = 1; next } /^flap[TLRF]: / { on = 0 }
 			on && / write: IOPS=/ { print; exit }' "$OUT-flap" |
 			sed -n 's/.*(\([0-9.]*\)\([KMG]i\)B\/[0-9]*msec).*/\1 \2/p' |
 			awk '{ m = $2 == "Mi" ? 1024 : $2 == "Gi" ? 1048576 : 1; print int($1 * m) }')
@@ -359,7 +395,7 @@ flap_end() {
 # that were in flight may have been failed)
 flap_check() {
 	local s d blocks jobs=()
-	for s in T L; do
+	for s in $FLAP_SUBS; do
 		blocks=$((FLAP_KIB[$s] / 4 - 4))
 		[ "$blocks" -gt 0 ] || continue
 		d=$(host_ns "$s" 3) || return
@@ -369,17 +405,18 @@ flap_check() {
 	timeout 120 fio --rw=write --bs=4k --offset=$LOAD_OFF --direct=1 --ioengine=libaio \
 		--iodepth=4 --verify=crc32c --verify_only=1 --verify_fatal=1 --verify_state_save=0 \
 		--output-format=terse "${jobs[@]}" > /dev/null ||
-		fail "what fio wrote to T 3 and L 3 before the disable does not verify"
+		fail "what fio wrote to namespaces 3 of $FLAP_SUBS before the disable does not verify"
 }
 
-# disable/enable namespace 3 of T (bdev, tcp) and of L (file, loop) while
+# disable/enable namespace 3 of T (bdev, tcp), L (file, loop), R (bdev,
+# rdma) and F (file, fc) while
 # fio writes (crc32c) to each of them and the load runs on namespaces 1
 # and 2 of both: each disable returns in bounded time, the fio on the
 # disabled namespace ends (done, or one of GONE_ERRNOS), never hangs, and
 # what it wrote reads back after the enable; the load sees nothing, and
 # namespace 3's data from setup is intact
 disable_enable_under_load() {
-	local r i start
+	local r i s start st wrote intact=()
 	r=$(rounds 2 50)
 	announce disable_enable_under_load "$r"
 	load_start_all || return
@@ -387,15 +424,27 @@ disable_enable_under_load() {
 	for ((i = 0; i < r; i++)); do
 		flap_start || { load_stop_all; return 1; }
 		sleep 2
-		ns_set T 3 0 && ns_set L 3 0 || { load_stop_all; return 1; }
+		st=0
+		for s in $FLAP_SUBS; do
+			ns_set "$s" 3 0 || st=1
+		done
+		[ $st = 0 ] || { load_stop_all; return 1; }
 		flap_end || { load_stop_all; return 1; }
-		echo "round $i: T 3 wrote ${FLAP_KIB[T]} KiB (err=${FLAP_ERR[T]}), L 3 ${FLAP_KIB[L]} KiB" \
-			"(err=${FLAP_ERR[L]}) before the disable"
-		ns_set T 3 1 && ns_set L 3 1 && flap_check ||
-			{ load_stop_all; return 1; }
+		wrote=
+		for s in $FLAP_SUBS; do
+			wrote="$wrote, $s 3 ${FLAP_KIB[$s]} KiB (err=${FLAP_ERR[$s]})"
+		done
+		echo "round $i: before the disable ${wrote#, }"
+		for s in $FLAP_SUBS; do
+			ns_set "$s" 3 1 || st=1
+		done
+		[ $st = 0 ] && flap_check || { load_stop_all; return 1; }
 	done
-	echo "$r rounds of disable and enable of two namespaces under fio in $((SECONDS - start)) s"
-	load_stop_all && patterns_intact T 3 L 3
+	echo "$r rounds of disable and enable of the namespaces 3 of $FLAP_SUBS under fio in $((SECONDS - start)) s"
+	for s in $FLAP_SUBS; do
+		intact+=("$s" 3)
+	done
+	load_stop_all && patterns_intact "${intact[@]}"
 }
 
 # inflight DISK: the host has 8 or more commands outstanding on DISK
@@ -406,7 +455,7 @@ inflight() {
 
 # one disconnect of D with commands held by io.max riops=50: namespace 1
 # (bdev) in blk-throttle on the fast path, namespace 2 (file) in its lanes
-disconnect_round() {	# tcp|loop
+disconnect_round() {	# TRANSPORT
 	local d1 d2 pid
 	host_connect "$1" "$NQN_D" && d1=$(host_dev "$NQN_D" 1) && d2=$(host_dev "$NQN_D" 2) || return
 	fio --rw=randread --bs=4k --size=512k --direct=1 --ioengine=libaio --iodepth=32 \
@@ -421,16 +470,19 @@ disconnect_round() {	# tcp|loop
 	wait $pid || true
 }
 
+# the rounds go through tcp, loop and the EXTRA transports in turn, at
+# least one round each
 disconnect_reconnect_throttled() {
-	local r i tr
+	local r i tr trs=(tcp loop "${EXTRA[@]}")
 	r=$(rounds 2 30)
+	[ "$r" -ge ${#trs[@]} ] || r=${#trs[@]}
 	announce disconnect_reconnect_throttled "$r"
 	echo "$(devnum /dev/nullb4) riops=50" > "$CG/faults/thr/io.max" &&
 	echo "$(devnum /dev/nullb1) riops=50" > "$CG/faults/thr/io.max" || return
 	load_start_all || return
 	for ((i = 0; i < r; i++)); do
-		if [ $((i % 2)) = 0 ]; then tr=tcp; else tr=loop; fi
-		disconnect_round $tr || { load_stop_all; return 1; }
+		tr=${trs[i % ${#trs[@]}]}
+		disconnect_round "$tr" || { load_stop_all; return 1; }
 	done
 	load_stop_all || return
 	echo "$(devnum /dev/nullb4) riops=max" > "$CG/faults/thr/io.max" &&
@@ -544,7 +596,7 @@ all_bound() {
 reload_module() {
 	local enabled=() s n
 	set -- $HOST_NS "$@"
-	while [ $# -gt 1 ] && [[ $1 == [TLDMX] ]]; do
+	while [ $# -gt 1 ] && [[ $1 == [TLDMXRF] ]]; do
 		if [ "$(cat "$(ns_dir "$1" "$2")/enable")" = 1 ]; then
 			ns_set "$1" "$2" 0 || return
 			enabled+=("$1 $2")
@@ -577,7 +629,7 @@ unload_reload_with_namespaces() {
 		case "$err" in *"not supported"*) ;; *) fail "unloaded, enable: $err" || return ;; esac
 		modprobe nvmet_cgroup && all_bound 1 || return
 	done
-	echo "$r unload/load rounds with 8 namespaces with a cgroup present"
+	echo "$r unload/load rounds with $(($(echo $HOST_NS | wc -w) / 2)) namespaces with a cgroup present"
 	load_start_all && sleep 3 && load_stop_all && patterns_intact T 1 2 3 L 1 2 3
 }
 
@@ -910,12 +962,15 @@ teardown() {
 	nvme disconnect -n "$NQN_L" > /dev/null 2>&1
 	nvme disconnect -n "$NQN_D" > /dev/null 2>&1
 	nvme disconnect -n "$NQN_M" > /dev/null 2>&1
-	port_destroy 1 && port_destroy 2 &&
+	nvme disconnect -n "$NQN_R" > /dev/null 2>&1
+	nvme disconnect -n "$NQN_F" > /dev/null 2>&1
+	port_destroy 1 && port_destroy 2 && port_destroy 3 && port_destroy 4 &&
 	subsys_destroy "$NQN_T" && subsys_destroy "$NQN_L" && subsys_destroy "$NQN_D" &&
 	subsys_destroy "$NQN_M" && subsys_destroy "$NQN_X" &&
+	subsys_destroy "$NQN_R" && subsys_destroy "$NQN_F" &&
 	umount "$MNT" && cg_remove faults &&
-	rmmod nvmet_cgroup nvme_loop nvme_tcp nvmet_tcp || return
-	for d in 0 1 2 3 4 5; do
+	rmmod nvmet_cgroup nvme_loop nvme_tcp nvmet_tcp && transport_unload "${EXTRA[@]}" || return
+	for d in 0 1 2 3 4 5 7; do
 		nullb_destroy nullb$d || return
 	done
 	rmmod null_blk

@@ -3,7 +3,8 @@
 # The v5 cover letter's manual test, automated: a bdev namespace (a blk-mq
 # null_blk) and an ext4-file namespace (on brd) over nvme-tcp to 127.0.0.1,
 # io.max riops, rbps, wiops and wbps in turn, then the bdev namespace again
-# over nvme-loop.  io.max keeps a bdev namespace on a blk-mq device on the
+# over nvme-loop; then, over nvme-rdma and nvme-fc, riops on the bdev
+# namespace and wbps on the file namespace.  io.max keeps a bdev namespace on a blk-mq device on the
 # fast path (the default configuration of real users) and sends a file
 # namespace to its execution context: a kprobe on the glue's
 # nvmet_cgroup_req_run() counts where the limited run's commands ran, and
@@ -32,6 +33,12 @@ MNT=/mnt/nvmet-file
 RUNTIME=${IOMAX_RUNTIME:-8}
 # The unlimited run only sets the limit and the 2x bound: half as long.
 UNLIMITED_RUNTIME=${IOMAX_UNLIMITED_RUNTIME:-4}
+# tcp carries every case and loop the bdev's; the other transports
+# (NVMET_TRANSPORTS: rdma, fc) a bdev and a file case each
+EXTRA=()
+for tr in $NVMET_TRANSPORTS; do
+	[ "$tr" = tcp ] || [ "$tr" = loop ] || EXTRA+=("$tr")
+done
 
 setup() {
 	modprobe nvmet_cgroup && modprobe brd rd_nr=1 rd_size=1048576 &&
@@ -45,6 +52,7 @@ setup() {
 	ns_create "$FILE_NQN" 1 "$MNT/ns.img" cgroup_id="$(cg_id nvmet-file)" &&
 	port_create 1 tcp && port_add_subsys 1 "$BDEV_NQN" && port_add_subsys 1 "$FILE_NQN" &&
 	port_create 2 loop && port_add_subsys 2 "$BDEV_NQN" &&
+	ports_create "${EXTRA[*]}" "$BDEV_NQN" "$FILE_NQN" &&
 	host_connect tcp "$BDEV_NQN" && host_connect tcp "$FILE_NQN" &&
 	fp_tracing_options || return
 	echo "$FP_PROBE" >> "$TRACE/kprobe_events" || fail "cannot add the kprobe" || return
@@ -119,10 +127,15 @@ to_loop() {
 	host_disconnect "$BDEV_NQN" && host_connect loop "$BDEV_NQN"
 }
 
+to() {	# TRANSPORT: both namespaces' host over it
+	host_disconnect "$BDEV_NQN" && host_disconnect "$FILE_NQN" &&
+	host_connect "$1" "$BDEV_NQN" && host_connect "$1" "$FILE_NQN"
+}
+
 teardown() {
 	echo '-:nvmet_cgroup_test/run' >> "$TRACE/kprobe_events"
 	host_disconnect "$BDEV_NQN" && host_disconnect "$FILE_NQN" &&
-	port_destroy 1 && port_destroy 2 &&
+	port_destroy 1 && port_destroy 2 && ports_destroy "${EXTRA[*]}" &&
 	subsys_destroy "$BDEV_NQN" && subsys_destroy "$FILE_NQN" &&
 	umount "$MNT" && rmmod brd && nullb_destroy nullb0 && rmmod null_blk &&
 	cg_remove nvmet-bdev && cg_remove nvmet-file &&
@@ -130,7 +143,7 @@ teardown() {
 }
 
 ktap_print_header
-ktap_set_plan 15
+ktap_set_plan $((15 + 3 * ${#EXTRA[@]}))
 run_case "setup" setup
 run_case "tcp_bdev_riops" bdev riops randread 4k
 run_case "tcp_file_riops" file riops randread 4k
@@ -145,5 +158,10 @@ run_case "loop_bdev_riops" bdev riops randread 4k
 run_case "loop_bdev_rbps" bdev rbps read 256k
 run_case "loop_bdev_wiops" bdev wiops randwrite 4k
 run_case "loop_bdev_wbps" bdev wbps write 256k
+for tr in "${EXTRA[@]}"; do
+	run_case "setup_$tr" to "$tr"
+	run_case "${tr}_bdev_riops" bdev riops randread 4k
+	run_case "${tr}_file_wbps" file wbps write 256k
+done
 run_case "teardown" teardown
 ktap_finished

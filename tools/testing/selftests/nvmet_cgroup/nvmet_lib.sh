@@ -7,6 +7,29 @@ NVMET_CFS=/sys/kernel/config/nvmet
 NULLB_CFS=/sys/kernel/config/nullb
 TCP_ADDR=127.0.0.1
 TCP_PORT=4420
+# nvme-rdma runs over siw (soft iWARP) bound to the guest's Ethernet device
+# (scripts/vm gives it one virtio-net device on an isolated network), with
+# RDMA_ADDR on it: not on lo, whose zero hardware address gives siw a zero
+# GID, which the GID cache drops, so the RDMA CM finds no RDMA device for
+# an address there (ENODEV), and takes any 127/8 destination for IB's
+# loopback (cma_resolve_loopback(): ENOENT on iWARP).  192.0.2.1 is
+# TEST-NET-1 (RFC 5737).  siw's connections are kernel TCP sockets, so
+# nvmet-rdma listens on a port of its own, not nvmet-tcp's.
+RDMA_ADDR=192.0.2.1
+RDMA_PORT=4421
+# nvme-fc runs over nvme-fcloop: one host (local) port, and per nvmet port
+# a target port and the remote port that connects the host to it; the
+# world wide names are blktests' (common/nvme), the target's plus the port ID
+FC_HOST_WWNN=0x10001100aa000001
+FC_HOST_WWPN=0x20001100aa000001
+FC_TGT_WWNN=0x10001100ab000000
+FC_TGT_WWPN=0x20001100ab000000
+FCLOOP=/sys/class/fcloop/ctl
+# The transports the parametrised cases run over (charge.sh, iomax.sh,
+# iocost.sh, isolation.sh, abort.sh, faults.sh): all four on the
+# project's kernels; scripts/check-debian gives "loop tcp" (Debian's
+# kernel builds no nvme-fcloop).
+NVMET_TRANSPORTS=${NVMET_TRANSPORTS:-loop tcp rdma fc}
 
 fail() {
 	echo "$*" >&2
@@ -80,18 +103,83 @@ subsys_destroy() {
 	rmdir "$s"
 }
 
-# port_create ID tcp|loop: a port; tcp listens on $TCP_ADDR:$TCP_PORT.
+# rdma_netdev: the guest's first Ethernet device (ARPHRD_ETHER)
+rdma_netdev() {
+	local d t
+	for d in /sys/class/net/*; do
+		read -r t < "$d/type" && [ "$t" = 1 ] && { echo "${d##*/}"; return 0; }
+	done
+	fail "no Ethernet device for siw (scripts/vm gives the guest one)"
+}
+
+# rdma_setup: nvmet-rdma and nvme-rdma, the Ethernet device up with
+# RDMA_ADDR, and siw bound to it (once)
+rdma_setup() {
+	local nd
+	modprobe siw && modprobe nvmet_rdma && modprobe nvme_rdma && nd=$(rdma_netdev) || return
+	RDMA_LINK=siw_$nd
+	ip link set "$nd" up || return
+	ip -4 addr show dev "$nd" | grep -q " $RDMA_ADDR/" ||
+		ip addr add "$RDMA_ADDR/24" dev "$nd" || fail "cannot add $RDMA_ADDR to $nd" || return
+	rdma link show "$RDMA_LINK/1" > /dev/null 2>&1 && return
+	rdma link add "$RDMA_LINK" type siw netdev "$nd" ||
+		fail "cannot bind siw to $nd (rdma link add)" || return
+	wait_for 10 rdma_link_active || fail "$RDMA_LINK did not become ACTIVE: $(rdma link show 2>&1)"
+}
+
+rdma_link_active() {
+	rdma link show "$RDMA_LINK/1" 2>/dev/null | grep -q 'state ACTIVE'
+}
+
+# fc_setup: nvme-fcloop (which loads nvmet-fc and nvme-fc) and its host
+# port (once: the port goes with the module, in transport_unload)
+fc_setup() {
+	[ -d /sys/module/nvme_fcloop ] && return
+	modprobe nvme_fcloop && [ -d "$FCLOOP" ] || fail "no $FCLOOP" || return
+	echo "wwnn=$FC_HOST_WWNN,wwpn=$FC_HOST_WWPN" > "$FCLOOP/add_local_port" ||
+		fail "fcloop: cannot add the host port"
+}
+
+fc_tgt() {	# NN|PN PORT_ID: the target port's world wide name
+	if [ "$1" = NN ]; then
+		printf '0x%016x' $((FC_TGT_WWNN + $2))
+	else
+		printf '0x%016x' $((FC_TGT_WWPN + $2))
+	fi
+}
+
+fc_traddr() {	# PORT_ID
+	echo "nn-$(fc_tgt NN "$1"):pn-$(fc_tgt PN "$1")"
+}
+
+FC_HOST_TRADDR=nn-$FC_HOST_WWNN:pn-$FC_HOST_WWPN
+
+# port_create ID loop|tcp|rdma|fc: a port; tcp listens on
+# $TCP_ADDR:$TCP_PORT, rdma on $RDMA_ADDR:$RDMA_PORT (siw on lo), fc is an
+# fcloop target port connected to the host port.
 port_create() {
 	local p=$NVMET_CFS/ports/$1
+	case "$2" in
+	tcp) modprobe nvmet_tcp && modprobe nvme_tcp ;;
+	rdma) rdma_setup ;;
+	fc) fc_setup ;;
+	loop) modprobe nvme_loop ;;
+	*) fail "port_create: unknown transport '$2'" ;;
+	esac || return
 	mkdir "$p" || return
-	if [ "$2" = tcp ]; then
-		modprobe nvmet_tcp && modprobe nvme_tcp || return
-		echo ipv4 > "$p/addr_adrfam" &&
-		echo "$TCP_ADDR" > "$p/addr_traddr" &&
-		echo "$TCP_PORT" > "$p/addr_trsvcid" || return
-	else
-		modprobe nvme_loop || return
-	fi
+	case "$2" in
+	tcp)
+		echo ipv4 > "$p/addr_adrfam" && echo "$TCP_ADDR" > "$p/addr_traddr" &&
+		echo "$TCP_PORT" > "$p/addr_trsvcid" ;;
+	rdma)
+		echo ipv4 > "$p/addr_adrfam" && echo "$RDMA_ADDR" > "$p/addr_traddr" &&
+		echo "$RDMA_PORT" > "$p/addr_trsvcid" ;;
+	fc)
+		echo "wwnn=$(fc_tgt NN "$1"),wwpn=$(fc_tgt PN "$1")" > "$FCLOOP/add_target_port" &&
+		echo "wwnn=$(fc_tgt NN "$1"),wwpn=$(fc_tgt PN "$1"),lpwwnn=$FC_HOST_WWNN,lpwwpn=$FC_HOST_WWPN,roles=0x60" \
+			> "$FCLOOP/add_remote_port" || fail "fcloop: cannot add the ports of nvmet port $1" || return
+		echo fc > "$p/addr_adrfam" && echo "$(fc_traddr "$1")" > "$p/addr_traddr" ;;
+	esac || return
 	echo "$2" > "$p/addr_trtype"
 }
 
@@ -100,24 +188,101 @@ port_add_subsys() {
 }
 
 port_destroy() {
-	local p=$NVMET_CFS/ports/$1 l
+	local p=$NVMET_CFS/ports/$1 l tr
 	[ -d "$p" ] || return 0
 	for l in "$p"/subsystems/*; do
 		[ -L "$l" ] && rm "$l"
 	done
-	rmdir "$p"
+	read -r tr < "$p/addr_trtype"
+	rmdir "$p" || return
+	if [ "$tr" = fc ]; then
+		echo "wwnn=$(fc_tgt NN "$1"),wwpn=$(fc_tgt PN "$1")" > "$FCLOOP/del_target_port" &&
+		echo "wwnn=$(fc_tgt NN "$1"),wwpn=$(fc_tgt PN "$1")" > "$FCLOOP/del_remote_port" ||
+			fail "fcloop: cannot delete the ports of nvmet port $1"
+	fi
 }
 
-# host_connect tcp|loop NQN [nvme connect option...]: connect the host side
-# over that transport.
+# transport_unload TRANSPORT...: unload what port_create loaded for these
+# transports (their ports destroyed and hosts disconnected first)
+transport_unload() {
+	local tr nd
+	for tr in "$@"; do
+		case "$tr" in
+		loop) rmmod nvme_loop ;;
+		tcp) rmmod nvme_tcp nvmet_tcp ;;
+		rdma)
+			nd=$(rdma_netdev) && rmmod nvme_rdma nvmet_rdma &&
+			{ ! rdma link show "siw_$nd/1" > /dev/null 2>&1 || rdma link del "siw_$nd"; } &&
+			rmmod siw && ip addr del "$RDMA_ADDR/24" dev "$nd" ;;
+		fc)
+			[ ! -d /sys/module/nvme_fcloop ] ||
+			{ echo "wwnn=$FC_HOST_WWNN,wwpn=$FC_HOST_WWPN" > "$FCLOOP/del_local_port" &&
+			  rmmod nvme_fcloop nvmet_fc nvme_fc; } ;;
+		esac || fail "cannot unload transport $tr" || return
+	done
+}
+
+# transport_port TRANSPORT: the port ID ports_create gives that transport
+transport_port() {
+	case "$1" in loop) echo 1 ;; tcp) echo 2 ;; rdma) echo 3 ;; fc) echo 4 ;; esac
+}
+
+# ports_create "TRANSPORT..." NQN...: a port per transport (transport_port),
+# each exporting every NQN
+ports_create() {
+	local tr port nqn
+	for tr in $1; do
+		port=$(transport_port "$tr")
+		port_create "$port" "$tr" || return
+		for nqn in "${@:2}"; do
+			port_add_subsys "$port" "$nqn" || return
+		done
+	done
+}
+
+# ports_destroy "TRANSPORT...": their ports (ports_create), then unload them
+ports_destroy() {
+	local tr
+	for tr in $1; do
+		port_destroy "$(transport_port "$tr")" || return
+	done
+	transport_unload $1
+}
+
+# with_loop "TRANSPORT...": the list with loop first (added if missing)
+with_loop() {
+	local tr out=loop
+	for tr in $1; do
+		[ "$tr" = loop ] || out="$out $tr"
+	done
+	echo "$out"
+}
+
+# port_of TRANSPORT NQN: the ID of a port of that transport that exports NQN
+port_of() {
+	local p tr
+	for p in "$NVMET_CFS"/ports/*; do
+		[ -L "$p/subsystems/$2" ] || continue
+		read -r tr < "$p/addr_trtype"
+		[ "$tr" = "$1" ] && { echo "${p##*/}"; return 0; }
+	done
+	fail "no $1 port exports $2"
+}
+
+# host_connect loop|tcp|rdma|fc NQN [nvme connect option...]: connect the
+# host side over that transport (rdma and fc: to the port that exports NQN).
 host_connect() {
-	local tr=$1 nqn=$2 out
+	local tr=$1 nqn=$2 out port
 	shift 2
-	if [ "$tr" = tcp ]; then
-		out=$(nvme connect -t tcp -a "$TCP_ADDR" -s "$TCP_PORT" -n "$nqn" "$@" 2>&1)
-	else
-		out=$(nvme connect -t loop -n "$nqn" "$@" 2>&1)
-	fi || fail "nvme connect -t $tr -n $nqn $*: $out"
+	case "$tr" in
+	tcp) out=$(nvme connect -t tcp -a "$TCP_ADDR" -s "$TCP_PORT" -n "$nqn" "$@" 2>&1) ;;
+	rdma) out=$(nvme connect -t rdma -a "$RDMA_ADDR" -s "$RDMA_PORT" -n "$nqn" "$@" 2>&1) ;;
+	fc)
+		port=$(port_of fc "$nqn") || return
+		out=$(nvme connect -t fc -a "$(fc_traddr "$port")" -w "$FC_HOST_TRADDR" \
+			-n "$nqn" "$@" 2>&1) ;;
+	*) out=$(nvme connect -t loop -n "$nqn" "$@" 2>&1) ;;
+	esac || fail "nvme connect -t $tr -n $nqn $*: $out"
 }
 
 # disconnect_with_fio NQN PID: disconnect the host (at most 30 s) while fio
