@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Entry points.  `make` builds nvmet_cgroup.ko against the cached debug kernel
-# (building that kernel first if it is stale); `make check` runs every test
-# (`make check-long`: the fault matrix with its full rounds);
+# (building that kernel first if it is stale); `make check` runs the tests
+# CI runs, `make check-full` every case (the fault matrix and the long
+# cases over rdma and fc too; `make check-long`: the fault matrix with its
+# full rounds);
 # `make demo` shows a throttled namespace in the VM; `make install` installs
 # the module and the nvmet-cgroup CLI built before, with its files, and
 # `make uninstall` removes them.  See README.md.
@@ -22,7 +24,7 @@ KMAKE = $(MAKE) -C $(KDIR) M=$(MODSRC) MO=$(MO) $(LLVM_FLAGS) CONFIG_NVME_TARGET
 	KCFLAGS="$(KCFLAGS) -I$(KDIR)/source/drivers/nvme/target"
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: all module kernel deps check check-debian check-long demo bench vm fmt fmt-check clippy rust-analyzer clean \
+.PHONY: all module kernel deps check check-full check-debian check-long demo bench vm fmt fmt-check clippy rust-analyzer clean \
 	cli install install-tools uninstall dkms blktests test-modules
 
 all: module
@@ -62,6 +64,11 @@ rust-analyzer: kernel
 
 check:
 	scripts/check
+
+# Every case: make check's, plus the fault matrix (short rounds) and the
+# long per-transport cases over rdma and fc (scripts/check says why).
+check-full:
+	CHECK_FULL=1 scripts/check
 
 # The DKMS package under the real dkms in a Debian trixie chroot, on
 # Debian's own kernel, then Debian's vmlinuz in the VM (make check runs it).

@@ -11,7 +11,7 @@
 # there when it deletes the queues and complete them with ABORT_QUEUE
 # (counted by a kprobe on the glue's nvmet_cgroup_req_abort), none lost (the
 # disable after it returns) and none completed twice (the console check).
-# Each case runs over each of NVMET_TRANSPORTS (loop, tcp, rdma, fc).
+# Each case runs over each of NVMET_LONG_TRANSPORTS (loop, tcp, rdma, fc).
 cd "$(dirname "$0")" || exit 1
 . ./case_lib.sh
 . ./nvmet_lib.sh
@@ -24,7 +24,7 @@ setup() {
 	echo "$(devnum /dev/nullb0) riops=50" > "$CG/abort/io.max" &&
 	subsys_create "$NQN" &&
 	ns_create "$NQN" 1 /dev/nullb0 cgroup_id="$(cg_id abort)" &&
-	ports_create "$NVMET_TRANSPORTS" "$NQN"
+	ports_create "$NVMET_LONG_TRANSPORTS" "$NQN"
 }
 
 disconnect_with_queued_commands() {	# TRANSPORT
@@ -126,13 +126,13 @@ teardown() {
 	echo '-:nvmet_cgroup_test/abort' >> "$TRACE/kprobe_events"
 	# the last case disconnected already, unless it failed early
 	nvme disconnect -n "$NQN" > /dev/null 2>&1
-	ports_destroy "$NVMET_TRANSPORTS" && subsys_destroy "$NQN" &&
+	ports_destroy "$NVMET_LONG_TRANSPORTS" && subsys_destroy "$NQN" &&
 	cg_remove abort && rmmod nvmet_cgroup &&
 	nullb_destroy nullb0 && nullb_destroy nullb1 && rmmod null_blk
 }
 
 ktap_print_header
-read -ra trs <<< "$NVMET_TRANSPORTS"
+read -ra trs <<< "$NVMET_LONG_TRANSPORTS"
 ktap_set_plan $((3 + 3 * ${#trs[@]}))
 run_case "setup" setup
 for tr in "${trs[@]}"; do

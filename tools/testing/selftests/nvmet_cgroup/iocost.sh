@@ -15,7 +15,7 @@
 # that reference; the case passes on the first of 3 attempts where the
 # namespaces split at least 2 and at least 3/4 of the reference.  Without
 # the cgroups' weights (uncharged, or one cgroup for both) every attempt
-# splits about 1.  The case runs over each of NVMET_TRANSPORTS in turn
+# splits about 1.  The case runs over each of NVMET_LONG_TRANSPORTS in turn
 # (loop, tcp, rdma, fc): the host reconnects over it, and the model is
 # calibrated again on that transport's rate.
 cd "$(dirname "$0")" || exit 1
@@ -34,7 +34,7 @@ setup() {
 	subsys_create "$NQN" &&
 	ns_create "$NQN" 1 /dev/nullb0 cgroup_id="$(cg_id iocost/light)" &&
 	ns_create "$NQN" 2 /dev/nullb0 cgroup_id="$(cg_id iocost/heavy)" &&
-	ports_create "$NVMET_TRANSPORTS" "$NQN"
+	ports_create "$NVMET_LONG_TRANSPORTS" "$NQN"
 }
 
 over() {	# TRANSPORT: the host connected over it (alone)
@@ -89,14 +89,14 @@ weights_split_like_fio_in_the_cgroups() {
 }
 
 teardown() {
-	host_disconnect "$NQN" && ports_destroy "$NVMET_TRANSPORTS" && subsys_destroy "$NQN" &&
+	host_disconnect "$NQN" && ports_destroy "$NVMET_LONG_TRANSPORTS" && subsys_destroy "$NQN" &&
 	echo "$(devnum /dev/nullb0) enable=0" > "$CG/io.cost.qos" &&
 	cg_remove iocost && rmmod nvmet_cgroup &&
 	nullb_destroy nullb0 && rmmod null_blk
 }
 
 ktap_print_header
-read -ra trs <<< "$NVMET_TRANSPORTS"
+read -ra trs <<< "$NVMET_LONG_TRANSPORTS"
 ktap_set_plan $((2 + 2 * ${#trs[@]}))
 run_case "setup" setup
 for tr in "${trs[@]}"; do

@@ -34,9 +34,9 @@ RUNTIME=${IOMAX_RUNTIME:-8}
 # The unlimited run only sets the limit and the 2x bound: half as long.
 UNLIMITED_RUNTIME=${IOMAX_UNLIMITED_RUNTIME:-4}
 # tcp carries every case and loop the bdev's; the other transports
-# (NVMET_TRANSPORTS: rdma, fc) a bdev and a file case each
+# (NVMET_LONG_TRANSPORTS: rdma, fc) a bdev and a file case each
 EXTRA=()
-for tr in $NVMET_TRANSPORTS; do
+for tr in $NVMET_LONG_TRANSPORTS; do
 	[ "$tr" = tcp ] || [ "$tr" = loop ] || EXTRA+=("$tr")
 done
 
