@@ -37,11 +37,13 @@ impl BlkcgAssociation {
         }
     }
 
-    /// Whether the css is being removed (its cgroup was `rmdir`ed).  Bios
-    /// submitted under such an association go to the root, not to a
-    /// remaining ancestor: `bio_associate_blkg` only takes online csses.
-    pub(crate) fn is_stale(&self) -> bool {
-        self.css.is_dying()
+    /// Whether the association is still `cgroup`'s effective io css, the one
+    /// it was made for: false once io was enabled above the cgroup (it has a
+    /// css of its own now) or its css is dying (io disabled above it, the
+    /// cgroup removed), whose bios the block layer would send to the root
+    /// (`bio_associate_blkg` only takes online csses).
+    pub(crate) fn is_current(&self, cgroup: &Cgroup) -> bool {
+        cgroup.effective_io_css_is(&self.css)
     }
 }
 

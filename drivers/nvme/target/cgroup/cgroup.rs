@@ -26,7 +26,7 @@ pub(crate) struct Cgroup(Opaque<bindings::cgroup>);
 
 // SAFETY: cgroup references may be taken, used and dropped on any thread.
 unsafe impl Send for Cgroup {}
-// SAFETY: The operations through `&Cgroup` (`effective_io_css`, counting) are
+// SAFETY: The operations through `&Cgroup` (the effective io css, counting) are
 // thread safe.
 unsafe impl Sync for Cgroup {}
 
@@ -69,6 +69,15 @@ impl Cgroup {
         // SAFETY: Never NULL (see above); the `ARef` owns the reference taken.
         unsafe { ARef::from_raw(NonNull::new_unchecked(css).cast::<CgroupSubsysState>()) }
     }
+
+    /// Whether `css` is what [`Cgroup::effective_io_css`] would look up
+    /// now; cheap enough for every command (no reference is taken).
+    pub(crate) fn effective_io_css_is(&self, css: &CgroupSubsysState) -> bool {
+        // SAFETY: By the type invariants the cgroup and the css are alive;
+        // the glue reads the css pointers of the cgroup and its ancestors
+        // under RCU, and only compares `css` with them.
+        unsafe { raw::nvmet_cgroup_e_io_css_is(self.0.get(), css.as_raw()) }
+    }
 }
 
 /// A cgroup's state for one controller (a css).
@@ -105,11 +114,5 @@ impl CgroupSubsysState {
     /// The raw `struct cgroup_subsys_state`, for the kernel's functions.
     pub(crate) fn as_raw(&self) -> *mut bindings::cgroup_subsys_state {
         self.0.get()
-    }
-
-    /// Whether the css is being removed (its cgroup was `rmdir`ed).
-    pub(crate) fn is_dying(&self) -> bool {
-        // SAFETY: By the type invariant the css is alive.
-        unsafe { raw::nvmet_cgroup_css_is_dying(self.0.get()) }
     }
 }

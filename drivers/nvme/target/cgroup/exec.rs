@@ -270,9 +270,13 @@ impl Lane {
         }
         if req.ns_live() {
             // The effective io css is looked up once per worker run, and
-            // again once the cgroup it was found for is removed: the
-            // following commands go to the nearest remaining ancestor.
-            if charged.as_ref().is_some_and(BlkcgAssociation::is_stale) {
+            // again once it is no longer the cgroup's (io enabled or
+            // disabled above it, the cgroup removed): a run can last as
+            // long as the transports keep the lane busy.
+            if charged
+                .as_ref()
+                .is_some_and(|c| !c.is_current(&self.cgroup))
+            {
                 // Dropped first: dropping clears the thread's association.
                 *charged = None;
             }

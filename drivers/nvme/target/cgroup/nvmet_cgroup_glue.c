@@ -227,9 +227,34 @@ void nvmet_cgroup_css_put(struct cgroup_subsys_state *css)
 	css_put(css);
 }
 
-bool nvmet_cgroup_css_is_dying(struct cgroup_subsys_state *css)
+/*
+ * Whether @css is the io css that cgroup_get_e_css(@cgrp, &io_cgrp_subsys)
+ * would find now: @cgrp's own, or its nearest ancestor's, that is not
+ * being removed.  A lane worker keeps its association for the whole run
+ * and asks this before each command, so that the next command is charged
+ * to a css that appeared (io enabled above @cgrp), and not to one that is
+ * dying (io disabled above it, @cgrp removed), whose bios the block layer
+ * would send to the root.  No reference is taken: when @cgrp has its own
+ * io css, this is one RCU-protected load and a flag test.  css_is_dying()
+ * stands for the css_tryget_online() of cgroup_get_e_css(): kill_css()
+ * marks a css dying before it kills its reference.
+ */
+bool nvmet_cgroup_e_io_css_is(struct cgroup *cgrp,
+			      struct cgroup_subsys_state *css)
 {
-	return css_is_dying(css);
+	struct cgroup_subsys_state *e;
+	bool is = false;
+
+	rcu_read_lock();
+	for (; cgrp; cgrp = cgroup_parent(cgrp)) {
+		e = rcu_dereference(cgrp->subsys[io_cgrp_id]);
+		if (e && !css_is_dying(e)) {
+			is = e == css;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return is;
 }
 
 unsigned int nvmet_cgroup_noio_save(void)

@@ -83,7 +83,8 @@ struct cgroup *nvmet_cgroup_get(struct cgroup *cgrp);
 void nvmet_cgroup_put(struct cgroup *cgrp);
 void nvmet_cgroup_css_get(struct cgroup_subsys_state *css);
 void nvmet_cgroup_css_put(struct cgroup_subsys_state *css);
-bool nvmet_cgroup_css_is_dying(struct cgroup_subsys_state *css);
+bool nvmet_cgroup_e_io_css_is(struct cgroup *cgrp,
+			      struct cgroup_subsys_state *css);
 unsigned int nvmet_cgroup_noio_save(void);
 void nvmet_cgroup_noio_restore(unsigned int flags);
 struct workqueue_struct *nvmet_cgroup_alloc_workqueue(void);

@@ -38,10 +38,10 @@ devnum() {
 }
 
 # cg_stat PATH DEV FIELD: one io.stat counter of a cgroup for a device (0 if
-# the cgroup has no line for it).
+# the cgroup has no line for it, or no io.stat: no io css of its own).
 cg_stat() {
 	local line
-	line=$(grep "^$(devnum "$2") " "$CG/$1/io.stat")
+	line=$(grep "^$(devnum "$2") " "$CG/$1/io.stat" 2>/dev/null)
 	line=" ${line#* } "
 	case "$line" in
 	*" $3="*) line=${line#*" $3="}; echo "${line%% *}" ;;
@@ -61,6 +61,47 @@ fio_job() {
 	*read) echo "$out" | awk -F';' '{printf "%d %d %d\n", $8, $7 * 1024, $6 * 1024}' ;;
 	*) echo "$out" | awk -F';' '{printf "%d %d %d\n", $49, $48 * 1024, $47 * 1024}' ;;
 	esac
+}
+
+# randread_together SPEC...: one fio job of 4 KiB random reads per SPEC, all
+# at once, each for $RUNTIME s after 3 s of ramp; prints each job's IOPS, one
+# line per SPEC in order.  SPEC is "DEV CGROUP [FIO_OPTION...]": the job
+# reads DEV from CGROUP ("-": this shell's), with the options added.
+randread_together() {
+	local tmp spec dev cg opts i=0 j st=0
+	local -a pids=()
+	tmp=$(mktemp -d) || return
+	for spec in "$@"; do
+		read -r dev cg opts <<< "$spec"
+		# shellcheck disable=SC2086 # opts: fio options, one word each
+		( [ "$cg" = - ] || echo "$BASHPID" > "$CG/$cg/cgroup.procs" &&
+		  fio_job "$dev" randread 4k --time_based --runtime="$RUNTIME" --ramp_time=3 $opts \
+			> "$tmp/$i" ) &
+		pids+=($!)
+		i=$((i + 1))
+	done
+	for j in "${pids[@]}"; do
+		wait "$j" || st=1
+	done
+	if [ $st = 0 ]; then
+		for ((j = 0; j < i; j++)); do
+			cut -d' ' -f1 "$tmp/$j"
+		done
+	fi
+	rm -rf "$tmp"
+	return $st
+}
+
+# weight_split LIGHT_SPEC HEAVY_SPEC: randread_together of the two; prints
+# the heavy job's IOPS over the light one's (both rates on stderr)
+weight_split() {
+	local iops light heavy
+	iops=$(randread_together "$1" "$2") || { echo "fio failed" >&2; return 1; }
+	light=$(sed -n 1p <<< "$iops")
+	heavy=$(sed -n 2p <<< "$iops")
+	echo "light: $light IOPS, heavy: $heavy IOPS" >&2
+	[ "$light" -gt 0 ] || { echo "no I/O in the light job" >&2; return 1; }
+	awk -v l="$light" -v h="$heavy" 'BEGIN { printf "%.2f\n", h / l }'
 }
 
 # within MEASURED EXPECTED PERCENT: |measured - expected| <= percent of expected

@@ -55,32 +55,13 @@ iocost_configure() {
 	iocost_enable /dev/nullb0 "$model"
 }
 
-# split DEV_LIGHT DEV_HEAVY [CGROUP_LIGHT CGROUP_HEAVY]: randread both devices
-# at once; prints heavy's IOPS over light's.  With cgroups, each fio runs in
-# its cgroup (the reference); without, in this shell's (the namespaces).
-split() {
-	local p1 p2 light heavy
-	( [ -z "$3" ] || echo "$BASHPID" > "$CG/$3/cgroup.procs" &&
-	  fio_job "$1" randread 4k --time_based --runtime="$RUNTIME" --ramp_time=3 > /tmp/iocost1 ) &
-	p1=$!
-	( [ -z "$4" ] || echo "$BASHPID" > "$CG/$4/cgroup.procs" &&
-	  fio_job "$2" randread 4k --time_based --runtime="$RUNTIME" --ramp_time=3 > /tmp/iocost2 ) &
-	p2=$!
-	wait $p1 && wait $p2 || { echo "fio failed" >&2; return 1; }
-	light=$(cut -d' ' -f1 /tmp/iocost1)
-	heavy=$(cut -d' ' -f1 /tmp/iocost2)
-	echo "weight 100: $light IOPS, weight 300: $heavy IOPS" >&2
-	[ "$light" -gt 0 ] || { echo "no I/O at weight 100" >&2; return 1; }
-	awk -v l="$light" -v h="$heavy" 'BEGIN { printf "%.2f\n", h / l }'
-}
-
 weights_split_like_fio_in_the_cgroups() {
 	local d1 d2 attempt ns ref
 	d1=$(host_dev "$NQN" 1) && d2=$(host_dev "$NQN" 2) || return
 	for attempt in 1 2 3; do
 		iocost_configure || return
-		ns=$(split "$d1" "$d2") || fail "namespaces: fio failed" || return
-		ref=$(split /dev/nullb0 /dev/nullb0 iocost/light iocost/heavy) ||
+		ns=$(weight_split "$d1 -" "$d2 -") || fail "namespaces: fio failed" || return
+		ref=$(weight_split "/dev/nullb0 iocost/light" "/dev/nullb0 iocost/heavy") ||
 			fail "reference: fio failed" || return
 		echo "attempt $attempt: the namespaces split $ns, fio in the cgroups $ref"
 		awk -v n="$ns" -v r="$ref" 'BEGIN { exit !(n >= 2 && n >= 0.75 * r) }' && return

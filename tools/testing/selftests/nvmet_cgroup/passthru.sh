@@ -18,12 +18,8 @@ cd "$(dirname "$0")" || exit 1
 NQN=nqn.2026-12.io.nvmet-cgroup:passthru
 PT=$NVMET_CFS/subsystems/$NQN/passthru
 STATUS=/sys/kernel/debug/nvmet_cgroup/namespaces
-# the controller's disk, once setup has set device_path (each case runs in
-# a subshell: setup's variables do not reach the others)
-DISK=/dev/null
-disk() {
-	DISK=$(passthru_disk "$NQN")
-}
+# DISK, the controller's disk, is set by each case that uses it: cases
+# run in subshells, where setup's variables do not reach.
 
 setup() {
 	local ctrl
@@ -31,7 +27,7 @@ setup() {
 	ctrl=$(pci_nvme_ctrl) &&
 	cg_create pt/tenant && cg_create pt/other &&
 	subsys_create "$NQN" && echo -n "$ctrl" > "$PT/device_path" &&
-	port_create 1 loop && port_add_subsys 1 "$NQN" && disk || return
+	port_create 1 loop && port_add_subsys 1 "$NQN" && DISK=$(passthru_disk "$NQN") || return
 	echo "controller $ctrl, disk $DISK ($(devnum "$DISK"))"
 }
 
@@ -122,7 +118,7 @@ host_stat() {
 # controller's disk, reads and writes one for one; none in the sibling's.
 io_charged_one_for_one() {
 	local hd r0 w0 tr0 tw0 hr hw tr tw
-	disk && hd=$(host_dev "$NQN" 1) || return
+	DISK=$(passthru_disk "$NQN") && hd=$(host_dev "$NQN" 1) || return
 	echo 2 > "/sys/block/${hd#/dev/}/queue/nomerges"
 	r0=$(host_stat "$hd" 1) w0=$(host_stat "$hd" 5)
 	tr0=$(cg_stat pt/tenant "$DISK" rios) tw0=$(cg_stat pt/tenant "$DISK" wios)
@@ -152,7 +148,7 @@ iolat_field() {
 # reads the disk directly, below full queue depth.
 io_latency_holds_the_tenant() {
 	local hd d pid total depth
-	disk && hd=$(host_dev "$NQN" 1) && d=$(devnum "$DISK") || return
+	DISK=$(passthru_disk "$NQN") && hd=$(host_dev "$NQN" 1) && d=$(devnum "$DISK") || return
 	echo 1 > /sys/module/blk_cgroup/parameters/blkcg_debug_stats &&
 	echo "$d target=1" > "$CG/pt/tenant/io.latency" || return
 	( echo "$BASHPID" > "$CG/pt/other/cgroup.procs" &&
@@ -176,7 +172,7 @@ io_latency_holds_the_tenant() {
 # (io.weight needs io.cost on it, which this boot cannot configure).
 cli_refuses_io_max() {
 	local out d
-	cli_built && disk && d=$(devnum "$DISK") || return
+	cli_built && DISK=$(passthru_disk "$NQN") && d=$(devnum "$DISK") || return
 	if out=$("$CLI" limit "$NQN" passthru --riops 100 2>&1); then
 		fail "limit --riops was accepted: $out"
 		return

@@ -16,11 +16,8 @@ cd "$(dirname "$0")" || exit 1
 
 NQN=nqn.2026-12.io.nvmet-cgroup:passthru-iocost
 RUNTIME=${IOCOST_RUNTIME:-15}
-# the controller's disk (each case runs in a subshell: see passthru.sh)
-DISK=/dev/null
-disk() {
-	DISK=$(passthru_disk "$NQN")
-}
+# DISK, the controller's disk, is set by each case that uses it: cases
+# run in subshells, where setup's variables do not reach.
 
 setup() {
 	local ctrl
@@ -50,33 +47,18 @@ configure() {
 	iocost_enable "$DISK" "$model"
 }
 
-# split LIGHT_DEV [LIGHT_CGROUP]: LIGHT_DEV read from this shell's cgroup
-# (or LIGHT_CGROUP's) while fio reads the disk in ptcost/heavy; prints
-# heavy's IOPS over light's
-split() {
-	local p1 p2 light heavy
-	( [ -z "${2:-}" ] || echo "$BASHPID" > "$CG/$2/cgroup.procs" &&
-	  fio_job "$1" randread 4k --time_based --runtime="$RUNTIME" --ramp_time=3 --size=256M > /tmp/ptcost1 ) &
-	p1=$!
-	( echo "$BASHPID" > "$CG/ptcost/heavy/cgroup.procs" &&
-	  fio_job "$DISK" randread 4k --time_based --runtime="$RUNTIME" --ramp_time=3 --offset=512M \
-		> /tmp/ptcost2 ) &
-	p2=$!
-	wait $p1 && wait $p2 || { echo "fio failed" >&2; return 1; }
-	light=$(cut -d' ' -f1 /tmp/ptcost1)
-	heavy=$(cut -d' ' -f1 /tmp/ptcost2)
-	echo "weight 100: $light IOPS, weight 300: $heavy IOPS" >&2
-	[ "$light" -gt 0 ] || { echo "no I/O at weight 100" >&2; return 1; }
-	awk -v l="$light" -v h="$heavy" 'BEGIN { printf "%.2f\n", h / l }'
-}
-
+# The passthru tenant reads the namespace's first 256 MiB from this shell
+# (its I/O is charged to ptcost/light by the binding), and its reference
+# the disk's from ptcost/light; the heavy tenant reads the disk from
+# ptcost/heavy, from 512 MiB on.
 passthru_weight_split_like_fio_in_the_cgroups() {
-	local hd attempt pt ref
-	disk && hd=$(host_dev "$NQN" 1) || return
+	local hd attempt pt ref heavy
+	DISK=$(passthru_disk "$NQN") && hd=$(host_dev "$NQN" 1) || return
+	heavy="$DISK ptcost/heavy --offset=512M"
 	for attempt in 1 2 3; do
 		configure || return
-		pt=$(split "$hd") || fail "passthru: fio failed" || return
-		ref=$(split "$DISK" ptcost/light) || fail "reference: fio failed" || return
+		pt=$(weight_split "$hd - --size=256M" "$heavy") || fail "passthru: fio failed" || return
+		ref=$(weight_split "$DISK ptcost/light --size=256M" "$heavy") || fail "reference: fio failed" || return
 		echo "attempt $attempt: passthru vs direct split $pt, fio in the cgroups $ref"
 		awk -v n="$pt" -v r="$ref" 'BEGIN { exit !(n >= 2 && n >= 0.75 * r) }' && return
 	done
@@ -84,7 +66,7 @@ passthru_weight_split_like_fio_in_the_cgroups() {
 }
 
 teardown() {
-	disk && host_disconnect "$NQN" && port_destroy 1 && passthru_destroy "$NQN" &&
+	DISK=$(passthru_disk "$NQN") && host_disconnect "$NQN" && port_destroy 1 && passthru_destroy "$NQN" &&
 	echo "$(devnum "$DISK") enable=0" > "$CG/io.cost.qos" &&
 	cg_remove ptcost && rmmod nvmet_cgroup nvme_loop
 }

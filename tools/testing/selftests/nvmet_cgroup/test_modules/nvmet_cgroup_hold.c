@@ -1,25 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Test helper for rmdir_batch.sh, never loaded outside the tests: while
+ * Test helper for css_fresh.sh, never loaded outside the tests: while
  * "hold" is 1, every thread that calls a function (nvmet_bdev_execute_rw by
  * default) waits before the call until the test writes 0, then makes it.
  * With "hold" at 2 the threads held wait on, and no more are held.
  *
  * A lane worker of nvmet_cgroup runs a namespace's queued commands one after
- * another and looks up the cgroup's css once per run.  A run that spans the
- * cgroup's rmdir without sleeping must notice it per command, or the rest of
- * the run is charged to the root (bio_associate_blkg() only takes an online
- * css).  Left alone, no run spans the rmdir on purpose.  Held here, every
- * worker of the namespace's lanes is in the middle of a run, the transports
- * keep queueing commands behind them, and the test removes the cgroup
- * meanwhile.  A held thread does not sleep: it spins at the lowest priority
- * and is preempted, which is no voluntary context switch, so its run goes on.
+ * another and looks up the cgroup's effective io css once per run.  A run
+ * that spans a change of that css without sleeping (the cgroup's rmdir, io
+ * enabled or disabled above it) must notice it per command, or the rest of
+ * the run is charged to the old css (to the root after an rmdir:
+ * bio_associate_blkg() only takes an online css).  Left alone, no run spans
+ * a change on purpose.  Held here, every worker of the namespace's lanes is
+ * in the middle of a run, the transports keep queueing commands behind
+ * them, and the test changes the cgroup meanwhile.  A held thread does not
+ * sleep: it spins at the lowest priority and is preempted, which is no
+ * voluntary context switch, so its run goes on.
  *
  * The kprobe's handler sends the thread to hold_detour() instead of the
  * function (a pre-handler that changes the instruction pointer and returns
  * 1, as kprobes allow); hold_detour() waits in the caller's context, then
  * calls the function with the same argument.  So the function must take a
- * single pointer, be called from a preemptible thread (rmdir_batch.sh runs
+ * single pointer, be called from a preemptible thread (css_fresh.sh runs
  * nvmet_cgroup with fast_path=0: only its lane workers call it), and the
  * kernel must not check indirect call types (kCFI).  A hold ends for every
  * thread at max_hold_ms.  A diverted thread holds a reference on the module
