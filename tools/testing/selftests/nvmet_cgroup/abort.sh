@@ -98,10 +98,20 @@ queued_in_the_context_aborted() {	# TRANSPORT
 	echo "before the reset: host inflight $(cat "/sys/block/${dev#/dev/}/inflight" | xargs)," \
 	     "nullb1 inflight $(cat /sys/block/nullb1/inflight | xargs)"
 	start=$SECONDS
-	# a failed reset fails the case, after the cleanup below
-	if ! echo 1 > "/sys/class/nvme/$ctrl/reset_controller"; then
-		fail "cannot reset $ctrl"
-		rc=1
+	# A failed reset fails the case, after the cleanup below.  ENETRESET is
+	# not a failure: the reset ran, and its first reconnect did not make the
+	# controller live (nvme_reset_ctrl_sync(); seen over fc on 2026-12-05,
+	# the new association's Connect aborted while nvmet-fc deleted the old
+	# one), so the host reconnects on its own, and must do so within 60 s.
+	if ! err=$({ echo 1 > "/sys/class/nvme/$ctrl/reset_controller"; } 2>&1); then
+		case "$err" in
+		*"Network dropped connection on reset"*)
+			echo "the reset returned ENETRESET: $ctrl not live at once, reconnecting" ;;
+		*) fail "cannot reset $ctrl: $err"; rc=1 ;;
+		esac
+	fi
+	if [ "$rc" != 0 ]; then
+		:
 	elif ! wait_for 60 grep -qx live "/sys/class/nvme/$ctrl/state"; then
 		fail "$ctrl not live again 60 s after the reset"
 		rc=1
