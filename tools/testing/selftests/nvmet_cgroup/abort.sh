@@ -110,13 +110,13 @@ queued_in_the_context_aborted() {	# TRANSPORT
 		*) fail "cannot reset $ctrl: $err"; rc=1 ;;
 		esac
 	fi
-	if [ "$rc" != 0 ]; then
-		:
-	elif ! wait_for 60 grep -qx live "/sys/class/nvme/$ctrl/state"; then
-		fail "$ctrl not live again 60 s after the reset"
-		rc=1
-	else
-		echo "$ctrl live again $((SECONDS - start)) s after the reset"
+	if [ "$rc" = 0 ]; then
+		if wait_for 60 grep -qx live "/sys/class/nvme/$ctrl/state"; then
+			echo "$ctrl live again $((SECONDS - start)) s after the reset"
+		else
+			fail "$ctrl not live again 60 s after the reset"
+			rc=1
+		fi
 	fi
 	kill -KILL $pid 2>/dev/null
 	timeout 30 tail --pid=$pid -f /dev/null || fail "fio is stuck in the kernel after the reset" || return
