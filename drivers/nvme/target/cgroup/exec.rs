@@ -2,9 +2,12 @@
 
 //! Per-namespace execution contexts: where a namespace's I/O commands run.
 //!
-//! A namespace with a cgroup gets one lane per CPU.  The transport hands a
-//! command to the lane of the CPU it runs on; the first command on an empty
-//! lane queues one of the lane's [`LANE_WORKERS`] work items on the module's
+//! A namespace with a cgroup has a lane per CPU it runs commands on, made
+//! the first time a command needs it there (an idle namespace, or one whose
+//! commands all take the fast path, has none but its fallback lane).  The
+//! transport hands a command to the lane of the CPU it runs on; the first
+//! command on an empty lane queues one of the lane's [`LANE_WORKERS`] work
+//! items on the module's
 //! per-CPU high-priority workqueue, and that worker runs the lane's commands
 //! one after another, associated with the cgroup and under `memalloc_noio`.
 //! A burst of commands therefore costs one wakeup, the worker stays on the
@@ -39,7 +42,7 @@ use crate::{
     blkcg::BlkcgAssociation,
     cgroup::Cgroup,
     cgroup_id,
-    exec_queue::{flush_work, OwnedQueue, Sleeps},
+    exec_queue::{OwnedQueue, Sleeps},
     fast_path::Mode,
     noio::NoIo,
     nvmet::{BackingQueue, Namespace, Req, ReqBatch, ReqList},
@@ -52,7 +55,7 @@ use kernel::{
     sync::{
         aref::ARef,
         atomic::{Acquire, Atomic, Full, Relaxed},
-        Arc, SpinLock,
+        Arc, SetOnce, SpinLock,
     },
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
@@ -123,10 +126,6 @@ macro_rules! lane_work_items {
                 }
             }
 
-            /// Waits until no work item of the lane is queued or running.
-            fn flush(&self) {
-                $(flush_work(&self.$field);)*
-            }
         }
     };
 }
@@ -293,7 +292,14 @@ impl Lane {
 
 /// The execution context of one enabled namespace with a cgroup.
 pub(crate) struct NsExec {
-    lanes: KVec<Arc<Lane>>,
+    /// One slot per possible CPU, filled with that CPU's lane the first
+    /// time a command needs it there.
+    lanes: KVec<SetOnce<Arc<Lane>>>,
+    /// The lane for commands whose CPU's lane cannot be made (no memory, or
+    /// another thread is making it): made at enable, so a command always
+    /// has a lane.
+    fallback: Arc<Lane>,
+    queue: Arc<OwnedQueue>,
     cgroup: ARef<Cgroup>,
     /// The device whose policies decide whether the fast path is safe.
     backing: BackingQueue,
@@ -301,7 +307,7 @@ pub(crate) struct NsExec {
     /// namespace is enabled.
     mode: Mode,
     /// The namespace's line in the status file.
-    _status: Registration,
+    status: Registration,
 }
 
 impl NsExec {
@@ -313,11 +319,9 @@ impl NsExec {
         let nr_cpus = cpu::nr_cpu_ids() as usize;
         let mut lanes = KVec::with_capacity(nr_cpus, GFP_KERNEL)?;
         for _ in 0..nr_cpus {
-            lanes.push(
-                Arc::pin_init(Lane::new(cgroup.clone(), queue.clone()), GFP_KERNEL)?,
-                GFP_KERNEL,
-            )?;
+            lanes.push(SetOnce::new(), GFP_KERNEL)?;
         }
+        let fallback = Arc::pin_init(Lane::new(cgroup.clone(), queue.clone()), GFP_KERNEL)?;
         let mode = Mode::from_parameters(
             crate::module_parameters::fast_path.value(),
             crate::module_parameters::inline_assoc.value(),
@@ -325,10 +329,12 @@ impl NsExec {
         Ok(KBox::new(
             Self {
                 lanes,
+                fallback,
+                queue,
                 cgroup,
                 backing: ns.backing_queue(),
                 mode,
-                _status: Registration::new(ns, mode)?,
+                status: Registration::new(ns, mode)?,
             },
             GFP_KERNEL,
         )?)
@@ -344,17 +350,36 @@ impl NsExec {
             self.run_inline(req);
             return;
         }
-        // The CPU may change under us: any lane will do, this one is likely
-        // local.  There is one per possible CPU; without one the command is
-        // dropped, which aborts it.
+        self.lane().submit(req);
+    }
+
+    /// The lane of the current CPU, made now if this is its first command
+    /// there; the fallback lane if it cannot be.
+    ///
+    /// The CPU may change under us: any lane will do, this one is likely
+    /// local.  It runs in the transport's context, which may be atomic
+    /// (nvmet-fc), so the lane is allocated without sleeping; a failure
+    /// costs locality, not the command.
+    fn lane(&self) -> &Arc<Lane> {
         let cpu = CpuId::current().as_u32() as usize;
-        let Some(lane) = cpu
-            .checked_rem(self.lanes.len())
-            .and_then(|i| self.lanes.get(i))
-        else {
-            return;
+        let Some(slot) = self.lanes.get(cpu) else {
+            return &self.fallback;
         };
-        lane.submit(req);
+        if let Some(lane) = slot.as_ref() {
+            return lane;
+        }
+        if let Ok(lane) = Arc::pin_init(
+            Lane::new(self.cgroup.clone(), self.queue.clone()),
+            GFP_NOWAIT | __GFP_NOWARN,
+        ) {
+            // Another thread on this CPU's slot may win the race: its lane
+            // is as good, and ours is dropped.
+            if slot.populate(lane) {
+                self.status.lane_made();
+            }
+        }
+        // Empty only while the winner of that race is still storing its lane.
+        slot.as_ref().unwrap_or(&self.fallback)
     }
 
     /// Runs a command in the caller's thread, charged as in a lane.
@@ -373,10 +398,15 @@ impl NsExec {
 
     /// Tears the context down once every command of the namespace completed
     /// and every [`NsExec::submit`] returned.
+    ///
+    /// It waits for nothing: a worker may still be returning from the
+    /// namespace's last command, but it holds its lane (and through it the
+    /// cgroup and the queue) by reference, and touches nothing else of the
+    /// namespace.  The module's text outlives it because unloading drains the
+    /// queue first ([`crate::NvmetCgroup`]'s `drop`).  So disabling a
+    /// namespace, which nvmet does holding `nvmet_config_sem`, costs no more
+    /// than in stock nvmet, however many CPUs its lanes were on.
     pub(crate) fn disable(self: KBox<Self>) {
-        // Wait for workers still returning from a command that completed.
-        for lane in self.lanes.iter() {
-            lane.flush();
-        }
+        drop(self);
     }
 }

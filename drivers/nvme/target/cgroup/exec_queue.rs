@@ -1,15 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The module's own workqueue, waiting for a work item, and telling whether
-//! a worker slept.
+//! The module's own workqueue, waiting for its work items, and telling
+//! whether a worker slept.
 
 use crate::raw;
 use core::{ops::Deref, ptr::NonNull};
-use kernel::{
-    bindings,
-    prelude::*,
-    workqueue::{Queue, Work},
-};
+use kernel::{bindings, prelude::*, workqueue::Queue};
 
 /// A workqueue the module allocated and destroys when dropped.
 ///
@@ -35,6 +31,15 @@ impl OwnedQueue {
     }
 }
 
+impl OwnedQueue {
+    /// Waits until no work item is queued or running, including those the
+    /// queue's own work items queue meanwhile.
+    pub(crate) fn drain(&self) {
+        // SAFETY: By the type invariant the queue is alive.
+        unsafe { bindings::drain_workqueue(self.ptr.as_ptr()) }
+    }
+}
+
 impl Deref for OwnedQueue {
     type Target = Queue;
 
@@ -50,12 +55,6 @@ impl Drop for OwnedQueue {
         // first, so work items still queued run to completion.
         unsafe { bindings::destroy_workqueue(self.ptr.as_ptr()) }
     }
-}
-
-/// Waits until `work` is neither queued nor running.
-pub(crate) fn flush_work<T: ?Sized, const ID: u64>(work: &Work<T, ID>) {
-    // SAFETY: `work` is an initialised work item, valid for this call.
-    unsafe { bindings::flush_work(Work::raw_get(work)) };
 }
 
 /// How often the current thread had gone to sleep when this was taken.

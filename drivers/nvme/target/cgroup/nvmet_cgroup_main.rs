@@ -109,7 +109,14 @@ impl Drop for NvmetCgroup {
         // the module.
         entry::unregister();
         let queue = STATE.lock().queue.take();
-        // Destroying the queue drains it: do that without the lock.
+        // Without the lock: a worker of a namespace disabled just before may
+        // still be returning from its last command (disabling does not wait
+        // for it, see `exec`), and holds its lane, which holds a reference on
+        // the queue.  Draining waits for it, so the last reference is this
+        // one, and nothing of the module runs once it is dropped.
+        if let Some(queue) = &queue {
+            queue.drain();
+        }
         drop(queue);
         pr_info!("unloaded\n");
     }
