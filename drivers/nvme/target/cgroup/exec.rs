@@ -7,15 +7,14 @@
 //! commands all take the fast path, has none but its fallback lane).  The
 //! transport hands a command to the lane of the CPU it runs on; the first
 //! command on an empty lane queues one of the lane's [`LANE_WORKERS`] work
-//! items on the module's
-//! per-CPU high-priority workqueue, and that worker runs the lane's commands
-//! one after another, associated with the cgroup and under `memalloc_noio`.
-//! A burst of commands therefore costs one wakeup, the worker stays on the
-//! transport's CPU, and a worker that io.cost or io.latency puts to sleep
-//! holds up only its own namespace's commands: never a transport thread.
-//! Every namespace shares the one queue, so no kernel thread is created per
-//! namespace.
-//!
+//! items on the module's per-CPU high-priority workqueue, and that worker
+//! runs the lane's commands one after another, associated with the cgroup
+//! and under `memalloc_noio`.  A burst of commands therefore costs one
+//! wakeup, the worker stays on the transport's CPU, and a worker that io.cost
+//! or io.latency puts to sleep holds up only its own namespace's commands:
+//! never a transport thread.  Every namespace shares the module's two queues,
+//! so no kernel thread is created per namespace.
+
 //! Before it runs a command that may sleep, a worker that sees more commands
 //! queued has a second work item of the lane queued.  The workqueue's
 //! concurrency management starts it only if the first one sleeps, so a lane
@@ -33,16 +32,20 @@
 //!
 //! A worker whose command slept gives its kworker back to the pool after
 //! that command, and its work item is queued again behind the others; a
-//! lane has at most one work item queued and not started.  Under memory
-//! pressure, when the pool can create no worker, the kworkers it has and the
-//! queue's one rescuer thus go round every namespace's lanes instead of
-//! staying with a lane that io.cost holds.
+//! lane has at most one work item queued and not started.  A lane whose
+//! commands sleep has its work items queued on the second queue, unbound
+//! (see [`Lane::count_run`]), so that the kworkers a throttled tenant keeps
+//! asleep are never those of the per-CPU pool the other lanes and the
+//! transports run on.  Under memory pressure, when no pool can create a
+//! worker, the other namespaces keep the per-CPU pool's kworkers, and the
+//! throttled ones go round the unbound pool's kworkers and their queue's
+//! rescuer instead of one of them staying with a lane that io.cost holds.
 
 use crate::{
     blkcg::BlkcgAssociation,
     cgroup::Cgroup,
     cgroup_id,
-    exec_queue::{OwnedQueue, Sleeps},
+    exec_queue::{ExecQueues, Sleeps},
     fast_path::Mode,
     noio::NoIo,
     nvmet::{BackingQueue, Namespace, Req, ReqBatch, ReqList},
@@ -62,6 +65,10 @@ use kernel::{
 
 /// How many commands of one lane may be asleep in the block layer at once.
 pub(crate) const LANE_WORKERS: usize = 4;
+
+/// How many commands in a row must run without sleeping before a lane whose
+/// command slept goes back from the throttled queue to the local one.
+const THROTTLED_RUNS: u32 = 16;
 
 /// The commands of one namespace queued on one CPU, and their workers.
 ///
@@ -83,8 +90,11 @@ struct Lane {
     claimed: [Atomic<bool>; LANE_WORKERS],
     /// Work items queued that have not started yet.
     queued: Atomic<u32>,
+    /// Commands still to run without sleeping before the lane's work items
+    /// are queued on the local queue again; nonzero: the throttled queue.
+    throttled: Atomic<u32>,
     cgroup: ARef<Cgroup>,
-    queue: Arc<OwnedQueue>,
+    queues: Arc<ExecQueues>,
     #[pin]
     work0: Work<Lane, 0>,
     #[pin]
@@ -111,14 +121,20 @@ macro_rules! lane_work_items {
         })*
 
         impl Lane {
-            /// Queues work item `worker`; a running one runs again.
+            /// Queues work item `worker`; a running one runs again.  On
+            /// the throttled queue while the lane's commands sleep.
             fn enqueue(self: &Arc<Self>, worker: usize) {
+                let queue = if self.throttled.load(Relaxed) > 0 {
+                    &self.queues.throttled
+                } else {
+                    &self.queues.local
+                };
                 match worker {
                     // Counted before it can start.  Already queued means it
                     // has yet to look at the lane, and was counted then.
                     $($id => {
                         self.queued.add(1, Relaxed);
-                        if self.queue.enqueue::<_, $id>(self.clone()).is_err() {
+                        if queue.enqueue::<_, $id>(self.clone()).is_err() {
                             self.queued.fetch_sub(1, Relaxed);
                         }
                     })*
@@ -133,14 +149,15 @@ macro_rules! lane_work_items {
 lane_work_items!(0 => work0, 1 => work1, 2 => work2, 3 => work3);
 
 impl Lane {
-    fn new(cgroup: ARef<Cgroup>, queue: Arc<OwnedQueue>) -> impl PinInit<Self> {
+    fn new(cgroup: ARef<Cgroup>, queues: Arc<ExecQueues>) -> impl PinInit<Self> {
         pin_init!(Self {
             inbox <- ReqList::new(),
             taken <- new_spinlock!(ReqBatch::empty(), "nvmet_cgroup::Lane::taken"),
             claimed: [const { Atomic::new(false) }; LANE_WORKERS],
             queued: Atomic::new(0),
+            throttled: Atomic::new(0),
             cgroup,
-            queue,
+            queues,
             work0 <- new_work!("nvmet_cgroup::Lane::work0"),
             work1 <- new_work!("nvmet_cgroup::Lane::work1"),
             work2 <- new_work!("nvmet_cgroup::Lane::work2"),
@@ -229,8 +246,30 @@ impl Lane {
             }
             let before = Sleeps::now();
             self.execute(req, &mut charged);
-            if before.slept_since() && self.yield_worker(worker) {
+            let slept = before.slept_since();
+            self.count_run(slept);
+            if slept && self.yield_worker(worker) {
                 return;
+            }
+        }
+    }
+
+    /// Moves the lane to the throttled queue when a command slept, and back
+    /// once [`THROTTLED_RUNS`] in a row did not.
+    ///
+    /// A throttled tenant's sleeping workers then come from the unbound
+    /// pools, not from the per-CPU high-priority pool the other lanes and
+    /// the transports (nvmet-tcp's io_work) run on: while memory pressure
+    /// keeps the pools from making kworkers, the ones it has asleep are not
+    /// the ones the others need.  Racy between a lane's workers, which only
+    /// makes the move a command earlier or later.
+    fn count_run(&self, slept: bool) {
+        if slept {
+            self.throttled.store(THROTTLED_RUNS, Relaxed);
+        } else {
+            let left = self.throttled.load(Relaxed);
+            if left > 0 {
+                self.throttled.store(left - 1, Relaxed);
             }
         }
     }
@@ -299,7 +338,7 @@ pub(crate) struct NsExec {
     /// another thread is making it): made at enable, so a command always
     /// has a lane.
     fallback: Arc<Lane>,
-    queue: Arc<OwnedQueue>,
+    queues: Arc<ExecQueues>,
     cgroup: ARef<Cgroup>,
     /// The device whose policies decide whether the fast path is safe.
     backing: BackingQueue,
@@ -314,14 +353,14 @@ impl NsExec {
     /// Sets up the context of a namespace with a cgroup being enabled.
     pub(crate) fn enable(ns: &Namespace) -> Result<KBox<Self>> {
         let cgroup = cgroup_id::resolve(ns)?;
-        let queue = crate::shared_queue()?;
+        let queues = crate::shared_queue()?;
 
         let nr_cpus = cpu::nr_cpu_ids() as usize;
         let mut lanes = KVec::with_capacity(nr_cpus, GFP_KERNEL)?;
         for _ in 0..nr_cpus {
             lanes.push(SetOnce::new(), GFP_KERNEL)?;
         }
-        let fallback = Arc::pin_init(Lane::new(cgroup.clone(), queue.clone()), GFP_KERNEL)?;
+        let fallback = Arc::pin_init(Lane::new(cgroup.clone(), queues.clone()), GFP_KERNEL)?;
         let mode = Mode::from_parameters(
             crate::module_parameters::fast_path.value(),
             crate::module_parameters::inline_assoc.value(),
@@ -330,7 +369,7 @@ impl NsExec {
             Self {
                 lanes,
                 fallback,
-                queue,
+                queues,
                 cgroup,
                 backing: ns.backing_queue(),
                 mode,
@@ -369,7 +408,7 @@ impl NsExec {
             return lane;
         }
         if let Ok(lane) = Arc::pin_init(
-            Lane::new(self.cgroup.clone(), self.queue.clone()),
+            Lane::new(self.cgroup.clone(), self.queues.clone()),
             GFP_NOWAIT | __GFP_NOWARN,
         ) {
             // Another thread on this CPU's slot may win the race: its lane

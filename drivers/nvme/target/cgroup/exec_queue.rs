@@ -22,11 +22,9 @@ unsafe impl Send for OwnedQueue {}
 unsafe impl Sync for OwnedQueue {}
 
 impl OwnedQueue {
-    /// Allocates the per-CPU, high-priority, reclaim-safe queue the namespaces'
-    /// workers run on (see the glue for why).
-    pub(crate) fn new() -> Result<Self> {
-        // SAFETY: No precondition; NULL means failure.
-        let ptr = unsafe { raw::nvmet_cgroup_alloc_workqueue() };
+    /// Takes ownership of what an allocation returned: NULL is ENOMEM.
+    fn from_alloc(ptr: *mut bindings::workqueue_struct) -> Result<Self> {
+        // INVARIANT: a non-NULL `ptr` is a new queue nobody else destroys.
         NonNull::new(ptr).map(|ptr| Self { ptr }).ok_or(ENOMEM)
     }
 }
@@ -54,6 +52,39 @@ impl Drop for OwnedQueue {
         // SAFETY: By the type invariant; `destroy_workqueue` drains the queue
         // first, so work items still queued run to completion.
         unsafe { bindings::destroy_workqueue(self.ptr.as_ptr()) }
+    }
+}
+
+/// The module's two queues (see the glue for their flags).
+pub(crate) struct ExecQueues {
+    /// Per-CPU, high priority: lanes whose commands do not sleep.
+    pub(crate) local: OwnedQueue,
+    /// Unbound, high priority, at most a bounded number of work items
+    /// running: lanes whose commands sleep in the block layer.
+    pub(crate) throttled: OwnedQueue,
+}
+
+impl ExecQueues {
+    /// Allocates both queues.
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self {
+            // SAFETY: No precondition; NULL means failure.
+            local: OwnedQueue::from_alloc(unsafe { raw::nvmet_cgroup_alloc_workqueue() })?,
+            throttled: OwnedQueue::from_alloc(
+                // SAFETY: No precondition; NULL means failure.
+                unsafe { raw::nvmet_cgroup_alloc_throttled_workqueue() },
+            )?,
+        })
+    }
+
+    /// Waits until no work item of either queue is queued or running.
+    ///
+    /// Only once no namespace has a context (module unload): every lane is
+    /// empty then, so a worker still running only returns, and queues
+    /// nothing on either queue (a drained queue would refuse it).
+    pub(crate) fn drain(&self) {
+        self.local.drain();
+        self.throttled.drain();
     }
 }
 

@@ -11,6 +11,7 @@
 #   with the CPUs: a namespace that ran no command has no lane but its
 #   fallback one (the status file says lanes=1), and costs at most
 #   MAX_NS_BYTES.  Lanes made up front, one per CPU, cost 16 lanes here.
+#   Nor does the number of kernel threads grow with the namespaces.
 # - I/O on a sample (SAMPLE namespaces of the one subsystem a host
 #   connects to, over nvme-tcp, a reader on each CPU): each has a lane for
 #   the CPUs its commands ran on, at most one per CPU plus the fallback.
@@ -122,26 +123,39 @@ ns_disable_quiet() { echo 0 > "$1/enable"; }
 ns_bind() { echo "${CG_IDS[$(($2 % NR_CG))]}" > "$1/cgroup_id"; }
 ns_unbind() { echo 0 > "$1/cgroup_id"; }
 
+# tasks: how many tasks (kernel threads included) there are
+tasks() {
+	local d n=0
+	for d in /proc/[0-9]*; do
+		n=$((n + 1))
+	done
+	echo "$n"
+}
+
 # enable_all_measured: enable every namespace (with the cgroup_id each has),
-# timing each enable; COST_KB is the slab that added
+# timing each enable; COST_KB is the slab that added, TASKS how many more
+# tasks there are after
 COST_KB=0
+TASKS=0
 enable_all_measured() {
-	local before after
+	local before after t0
 	sync; echo 2 > /proc/sys/vm/drop_caches
-	before=$(slab_kb) || return
+	before=$(slab_kb) && t0=$(tasks) || return
 	lat_reset
 	for_each_ns ns_enable || return
 	sleep 1
 	after=$(slab_kb) || return
 	COST_KB=$((after - before))
+	TASKS=$(($(tasks) - t0))
 }
 
 memory_per_namespace() {
-	local stock ext per lines ones
+	local stock ext per lines ones stock_tasks
 	# shellcheck source=/dev/null # written by setup
 	. /tmp/scale-cg-ids
 	enable_all_measured || return
 	stock=$COST_KB
+	stock_tasks=$TASKS
 	lat_report "enable without a cgroup"
 	lat_reset
 	for_each_ns ns_disable || return
@@ -150,6 +164,7 @@ memory_per_namespace() {
 	enable_all_measured || return
 	ext=$COST_KB
 	lat_report "enable with a cgroup"
+	echo "tasks after enabling $NR_NS namespaces: $stock_tasks more without a cgroup, $TASKS more with one"
 	per=$(((ext - stock) * 1024 / NR_NS))
 	echo "slab of $NR_NS enabled namespaces: $stock KiB without a cgroup, $ext KiB with one:" \
 	     "the module's cost is $per bytes per namespace on $(nproc) CPUs"
@@ -159,7 +174,10 @@ memory_per_namespace() {
 	[ "$lines" = "$NR_NS" ] || fail "the status file shows $lines of $NR_NS namespaces" || return
 	[ "$ones" = "$NR_NS" ] ||
 		fail "$((NR_NS - ones)) namespaces that ran no command have more than their fallback lane" || return
-	[ "$per" -le "$MAX_NS_BYTES" ] || fail "an idle namespace costs $per bytes, more than $MAX_NS_BYTES"
+	[ "$per" -le "$MAX_NS_BYTES" ] || fail "an idle namespace costs $per bytes, more than $MAX_NS_BYTES" || return
+	# no thread per namespace: a few kworkers may come and go meanwhile
+	[ "$TASKS" -le $((stock_tasks + 4)) ] ||
+		fail "enabling $NR_NS namespaces with a cgroup made $TASKS tasks, $stock_tasks without"
 }
 
 # lanes_of NSID: the lanes of namespace NSID of the first subsystem
