@@ -10,14 +10,16 @@
 //! items on the module's per-CPU high-priority workqueue, and that worker
 //! runs the lane's commands one after another, associated with the cgroup
 //! and under `memalloc_noio`.  A burst of commands therefore costs one
-//! wakeup, the worker stays on the transport's CPU, and a worker that io.cost
-//! or io.latency puts to sleep holds up only its own namespace's commands:
-//! never a transport thread.  Every namespace shares the module's two queues,
-//! so no kernel thread is created per namespace.
-
+//! wakeup, the worker stays on the transport's CPU (while the lane is not
+//! throttled, below), and a worker that io.cost or io.latency puts to sleep
+//! holds up only its own namespace's commands: never a transport thread.
+//! Every namespace shares the module's two queues, so no kernel thread is
+//! created per namespace.
+//!
 //! Before it runs a command that may sleep, a worker that sees more commands
-//! queued has a second work item of the lane queued.  The workqueue's
-//! concurrency management starts it only if the first one sleeps, so a lane
+//! queued has a second work item of the lane queued.  The per-CPU queue's
+//! concurrency management starts it only if the first one sleeps (the
+//! unbound queue of throttled lanes starts it at once), so a lane
 //! keeps up to [`LANE_WORKERS`] commands waiting in io.cost at once, as the
 //! block layer expects of a submitter with that much queued; with one, a
 //! namespace under CPU contention under-used its io.weight and iocost gave
@@ -77,7 +79,13 @@ const THROTTLED_RUNS: u32 = 16;
 /// `claimed[i]` is true while work item `i` is queued or running with the
 /// duty to look at the lane again before it stops; whoever sets it queues
 /// the work item.  `queued` is at least the number of work items queued and
-/// not yet started (it is raised before one is queued).
+/// not yet started (it is raised before one is queued).  A worker that
+/// queues its own work item touches nothing of the lane afterwards: queued
+/// on the other of the module's two queues, the work item may start again
+/// before this run has returned (the workqueue keeps a work item from
+/// running concurrently with itself only on one queue).  Nothing waits for
+/// a lane's work items (no `flush_work`, no `cancel_work_sync`): that could
+/// miss the second run.
 #[pin_data]
 struct Lane {
     /// Where the transport adds commands, without a lock.
@@ -280,7 +288,7 @@ impl Lane {
     /// stands down as usual).
     ///
     /// While the pool can make no more kworkers (memory pressure), its
-    /// workers and the queue's one rescuer run every namespace's work items.
+    /// workers and the queue's rescuer run every namespace's work items.
     /// A worker that kept a lane whose cgroup io.cost holds, one sleep after
     /// another, would keep them from every other namespace; one command per
     /// turn after a sleep makes them go round every queued lane instead.

@@ -81,7 +81,8 @@ impl ExecQueues {
     ///
     /// Only once no namespace has a context (module unload): every lane is
     /// empty then, so a worker still running only returns, and queues
-    /// nothing on either queue (a drained queue would refuse it).
+    /// nothing on either queue (a queue being drained refuses, with a
+    /// warning, work that is not its own workers').
     pub(crate) fn drain(&self) {
         self.local.drain();
         self.throttled.drain();

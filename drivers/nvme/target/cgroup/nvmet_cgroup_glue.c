@@ -287,8 +287,8 @@ struct workqueue_struct *nvmet_cgroup_alloc_workqueue(void)
  * keeps the pools from creating kworkers, the workers a throttled tenant
  * holds asleep are then never the ones the other namespaces and the
  * transport need.  Its own rescuer; at most NVMET_CGROUP_THROTTLED_ACTIVE
- * work items run at once, which bounds the kworkers it can hold whatever
- * the number of namespaces.
+ * (WQ_MAX_ACTIVE) work items run at once, which bounds the kworkers it can
+ * hold whatever the number of namespaces.
  */
 struct workqueue_struct *nvmet_cgroup_alloc_throttled_workqueue(void)
 {

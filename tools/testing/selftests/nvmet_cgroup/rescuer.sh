@@ -38,6 +38,11 @@ highpri_kworkers() {
 	cat /proc/[0-9]*/comm 2>/dev/null | grep -c '^kworker/[0-9]*:[0-9]*H'
 }
 
+# unbound kworkers (kworker/uPOOL:N; their names do not say the priority)
+unbound_kworkers() {
+	cat /proc/[0-9]*/comm 2>/dev/null | grep -c '^kworker/u[0-9]*:[0-9]*'
+}
+
 setup() {
 	echo "$KWORKERS high-priority kworkers: $NR_A namespaces in A"
 	modprobe nvmet_cgroup fast_path=0 && nullb_create nullb0 256 && nullb_create nullb1 64 &&
@@ -105,9 +110,12 @@ reader() {
 		--time_based --runtime=1800 --output-format=terse "${jobs[@]}" > /dev/null 2>&1
 }
 
-# a_flows: A's device completed a read since $A0
+# a_flows DEV...: each of A's host devices has completed a read
 a_flows() {
-	[ "$(reads_done nullb0)" -gt "$A0" ]
+	local d
+	for d in "$@"; do
+		[ "$(reads_done "${d#/dev/}")" -gt 0 ] || return
+	done
 }
 
 b_progresses_while_a_holds_the_rescuer() {
@@ -126,11 +134,11 @@ b_progresses_while_a_holds_the_rescuer() {
 	b0=$(reads_done nullb1)
 	sleep "$WINDOW_S"
 	base=$(($(reads_done nullb1) - b0))
-	A0=$(reads_done nullb0)
 	reader 16 "${devs[@]}" &
 	apid=$!
-	# fio takes long to start many jobs here (37 took over 30 s)
-	wait_for 120 a_flows ||
+	# fio takes long to start many jobs here (37 took over 30 s): the
+	# window starts once every one of A's readers is running
+	wait_for 120 a_flows "${devs[@]}" ||
 		fail "A's readers did not start within 120 s: the case did not reach its path" || return
 	sleep 2
 	# shellcheck disable=SC2086 # a list of PIDs
@@ -145,7 +153,8 @@ b_progresses_while_a_holds_the_rescuer() {
 	kill -INT "$apid" "$bpid"
 	echo "in ${WINDOW_S} s with no kworker creatable: B completed $((b1 - b0)) reads" \
 	     "($base without A's readers), A $((a1 - A0)); the module's rescuers slept" \
-	     "$((s1 - s0)) times; $(highpri_kworkers) per-CPU high-priority kworkers"
+	     "$((s1 - s0)) times; $(highpri_kworkers) per-CPU high-priority kworkers," \
+	     "$(unbound_kworkers) unbound"
 	[ "$rc" = 0 ] || fail "a reader ended before the window did" || return
 	for p in "$apid" "$bpid"; do
 		timeout 90 tail --pid="$p" -f /dev/null || rc=1
@@ -167,10 +176,12 @@ teardown() {
 }
 
 # A lane has 4 work items (LANE_WORKERS); A must have more of them queued
-# on each CPU than the pool has kworkers, and kworkers made by an earlier
-# test idle for minutes before they go: NR_A is the larger of 8 and a
-# quarter of the high-priority kworkers there are (two CPUs)
-KWORKERS=$(highpri_kworkers)
+# than the pool its lanes run on has kworkers (the per-CPU high-priority
+# pool; since 2026-12-05 the unbound pools once a command slept), and
+# kworkers made by an earlier test idle for minutes before they go: NR_A
+# is the larger of 8 and a quarter of those kworkers.  The case fails if no
+# rescuer of the module ran, so too few cannot pass unnoticed.
+KWORKERS=$(($(highpri_kworkers) + $(unbound_kworkers)))
 NR_A=$((KWORKERS / 4 > 8 ? KWORKERS / 4 : 8))
 
 ktap_print_header
