@@ -110,11 +110,15 @@ reader() {
 		--time_based --runtime=1800 --output-format=terse "${jobs[@]}" > /dev/null 2>&1
 }
 
-# a_flows DEV...: each of A's host devices has completed a read
+# a_flows DEV...: each of A's host devices has completed a read since
+# A_BASE (its count before A's readers started: the host read the partition
+# table at connect)
+A_BASE=()
 a_flows() {
-	local d
+	local d i=0
 	for d in "$@"; do
-		[ "$(reads_done "${d#/dev/}")" -gt 0 ] || return
+		[ "$(reads_done "${d#/dev/}")" -gt "${A_BASE[$i]}" ] || return
+		i=$((i + 1))
 	done
 }
 
@@ -134,6 +138,9 @@ b_progresses_while_a_holds_the_rescuer() {
 	b0=$(reads_done nullb1)
 	sleep "$WINDOW_S"
 	base=$(($(reads_done nullb1) - b0))
+	for dev in "${devs[@]}"; do
+		A_BASE+=("$(reads_done "${dev#/dev/}")")
+	done
 	reader 16 "${devs[@]}" &
 	apid=$!
 	# fio takes long to start many jobs here (37 took over 30 s): the
