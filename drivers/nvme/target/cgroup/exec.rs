@@ -78,14 +78,17 @@ const THROTTLED_RUNS: u32 = 16;
 ///
 /// `claimed[i]` is true while work item `i` is queued or running with the
 /// duty to look at the lane again before it stops; whoever sets it queues
-/// the work item.  `queued` is at least the number of work items queued and
-/// not yet started (it is raised before one is queued).  A worker that
-/// queues its own work item touches nothing of the lane afterwards: queued
-/// on the other of the module's two queues, the work item may start again
-/// before this run has returned (the workqueue keeps a work item from
-/// running concurrently with itself only on one queue).  Nothing waits for
-/// a lane's work items (no `flush_work`, no `cancel_work_sync`): that could
-/// miss the second run.
+/// the work item, and only the run that holds the claim pops commands.  A
+/// work item may run twice at once: once it has been queued on the other of
+/// the module's two queues (even if it came back since), the workqueue no
+/// longer sees its earlier run, which may still be returning.  Two runs of
+/// one work item never both hold its claim: a worker that queues its own
+/// work item (keeping its claim for the new run) touches nothing of the
+/// lane afterwards, and one that gives its claim up ([`Lane::stand_down`])
+/// pops nothing more unless it takes the claim back.  `queued` is at least
+/// the number of work items queued and not yet started (it is raised before
+/// one is queued).  Nothing waits for a lane's work items (no `flush_work`,
+/// no `cancel_work_sync`): that could miss the second run.
 #[pin_data]
 struct Lane {
     /// Where the transport adds commands, without a lock.
@@ -130,9 +133,11 @@ macro_rules! lane_work_items {
 
         impl Lane {
             /// Queues work item `worker`; a running one runs again.  On
-            /// the throttled queue while the lane's commands sleep.
-            fn enqueue(self: &Arc<Self>, worker: usize) {
-                let queue = if self.throttled.load(Relaxed) > 0 {
+            /// the throttled queue while the lane's commands sleep, or if
+            /// `slept` (the caller's command just did: whatever another
+            /// worker made of the counter meanwhile).
+            fn enqueue(self: &Arc<Self>, worker: usize, slept: bool) {
+                let queue = if slept || self.throttled.load(Relaxed) > 0 {
                     &self.queues.throttled
                 } else {
                     &self.queues.local
@@ -196,7 +201,7 @@ impl Lane {
         }
         for (worker, claimed) in self.claimed.iter().enumerate() {
             if claimed.cmpxchg(false, true, Full).is_ok() {
-                self.enqueue(worker);
+                self.enqueue(worker, false);
                 return true;
             }
         }
@@ -269,15 +274,18 @@ impl Lane {
     /// pools, not from the per-CPU high-priority pool the other lanes and
     /// the transports (nvmet-tcp's io_work) run on: while memory pressure
     /// keeps the pools from making kworkers, the ones it has asleep are not
-    /// the ones the others need.  Racy between a lane's workers, which only
-    /// makes the move a command earlier or later.
+    /// the ones the others need.  A lane's workers may count at once: a
+    /// sleep always sets the count, and a countdown that loses a race to it
+    /// does not overwrite it; the worker whose command slept queues its work
+    /// item on the throttled queue whatever the count ([`Lane::yield_worker`]).
     fn count_run(&self, slept: bool) {
         if slept {
             self.throttled.store(THROTTLED_RUNS, Relaxed);
         } else {
             let left = self.throttled.load(Relaxed);
             if left > 0 {
-                self.throttled.store(left - 1, Relaxed);
+                // Lost to another worker's update: that one stands.
+                let _ = self.throttled.cmpxchg(left, left - 1, Relaxed);
             }
         }
     }
@@ -300,8 +308,9 @@ impl Lane {
             // A work item that has yet to start will look at the lane.
             self.claimed[worker].xchg(false, Full);
         } else {
-            // Still claimed: whoever holds the claim queues the work item.
-            self.enqueue(worker);
+            // Still claimed: whoever holds the claim queues the work item,
+            // on the throttled queue since its command slept.
+            self.enqueue(worker, true);
         }
         true
     }
@@ -417,7 +426,7 @@ impl NsExec {
         }
         if let Ok(lane) = Arc::pin_init(
             Lane::new(self.cgroup.clone(), self.queues.clone()),
-            GFP_NOWAIT | __GFP_NOWARN,
+            GFP_NOWAIT,
         ) {
             // Another thread on this CPU's slot may win the race: its lane
             // is as good, and ours is dropped.
@@ -425,7 +434,8 @@ impl NsExec {
                 self.status.lane_made();
             }
         }
-        // Empty only while the winner of that race is still storing its lane.
+        // Empty if our allocation failed, or while the winner of that race
+        // is still storing its lane.
         slot.as_ref().unwrap_or(&self.fallback)
     }
 

@@ -271,7 +271,8 @@ void nvmet_cgroup_noio_restore(unsigned int flags)
  * The lanes' queue for every namespace: per-CPU so that a command is handed
  * to a worker on the transport's CPU, WQ_HIGHPRI because the tcp and rdma
  * transports execute commands at that priority, WQ_MEM_RECLAIM because
- * reclaim may wait for the I/O queued here (one rescuer for all namespaces).
+ * reclaim may wait for the I/O queued here (one rescuer for all namespaces;
+ * throttled lanes have a queue and a rescuer of their own, below).
  */
 struct workqueue_struct *nvmet_cgroup_alloc_workqueue(void)
 {

@@ -10,7 +10,7 @@
 #
 # - Memory: every namespace that ran no command has no lane but its
 #   fallback one (the status file says lanes=1): lanes made up front, one
-#   per CPU, would be 17 here.  What the module costs per enabled namespace
+#   per CPU, would be 16 here.  What the module costs per enabled namespace
 #   is printed (unreclaimable slab with cgroups minus without, per
 #   namespace) and must stay under MAX_NS_BYTES.  Enabling them makes no
 #   more tasks than without cgroups: no thread per namespace.
