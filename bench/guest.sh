@@ -149,10 +149,11 @@ stack_swap() {	# STACK
 # The kernel tasks every V configuration's namespaces add: v12 makes a
 # WQ_MEM_RECLAIM workqueue per namespace, "nvmet-blkcg-NSID", whose rescuer
 # is a kernel thread "kworker/R-nvmet-blkcg-NSID" (/proc/PID/comm gives the
-# full name, past the 15 characters of the task's comm); the project has one
-# rescuer ("kworker/R-nvmet_cgroup") for all namespaces.
+# full name, past the 15 characters of the task's comm); the project has two
+# rescuers ("kworker/R-nvmet_cgroup" and "kworker/R-nvmet_cgroup_throttled")
+# for all namespaces.
 rescuers() {
-	cat /proc/[0-9]*/comm 2>/dev/null | grep -Ec '^kworker/R-(nvmet-blkcg-[0-9]+|nvmet_cgroup)$'
+	cat /proc/[0-9]*/comm 2>/dev/null | grep -Ec '^kworker/R-(nvmet-blkcg-[0-9]+|nvmet_cgroup|nvmet_cgroup_throttled)$'
 }
 
 target_up

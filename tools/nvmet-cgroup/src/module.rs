@@ -25,7 +25,7 @@ pub fn require_loaded(roots: &Roots, ns: &Namespace) -> Result<()> {
 
 /// Where namespaces' commands run, from the module's status file
 /// `DEBUGFS/nvmet_cgroup/namespaces`, read once: one line per enabled
-/// namespace with a cgroup, `NQN NSID cgroup_id=ID mode=MODE rw=WHERE` (the
+/// namespace with a cgroup, `NQN NSID cgroup_id=ID mode=MODE lanes=N rw=WHERE` (the
 /// ABI file documents it); NSID 0 is a passthru subsystem's controller.
 pub struct ExecInfo {
     /// What follows `NQN NSID`, per namespace; or why nothing is known.

@@ -2,20 +2,24 @@
 
 //! Per-namespace execution contexts: where a namespace's I/O commands run.
 //!
-//! A namespace with a cgroup gets one lane per CPU.  The transport hands a
-//! command to the lane of the CPU it runs on; the first command on an empty
-//! lane queues one of the lane's [`LANE_WORKERS`] work items on the module's
-//! per-CPU high-priority workqueue, and that worker runs the lane's commands
-//! one after another, associated with the cgroup and under `memalloc_noio`.
-//! A burst of commands therefore costs one wakeup, the worker stays on the
-//! transport's CPU, and a worker that io.cost or io.latency puts to sleep
+//! A namespace with a cgroup has a lane per CPU it runs commands on, made
+//! the first time a command needs it there (an idle namespace, or one whose
+//! commands all take the fast path, has none but its fallback lane).  The
+//! transport hands a command to the lane of the CPU it runs on; the first
+//! command on an empty lane queues one of the lane's [`LANE_WORKERS`] work
+//! items on the module's per-CPU high-priority workqueue, and that worker
+//! runs the lane's commands one after another, associated with the cgroup
+//! and under `memalloc_noio`.  A burst of commands therefore costs one
+//! wakeup, the worker stays on the transport's CPU (while the lane is not
+//! throttled, below), and a worker that io.cost or io.latency puts to sleep
 //! holds up only its own namespace's commands: never a transport thread.
-//! Every namespace shares the one queue, so no kernel thread is created per
-//! namespace.
+//! Every namespace shares the module's two queues, so no kernel thread is
+//! created per namespace.
 //!
 //! Before it runs a command that may sleep, a worker that sees more commands
-//! queued has a second work item of the lane queued.  The workqueue's
-//! concurrency management starts it only if the first one sleeps, so a lane
+//! queued has a second work item of the lane queued.  The per-CPU queue's
+//! concurrency management starts it only if the first one sleeps (the
+//! unbound queue of throttled lanes starts it at once), so a lane
 //! keeps up to [`LANE_WORKERS`] commands waiting in io.cost at once, as the
 //! block layer expects of a submitter with that much queued; with one, a
 //! namespace under CPU contention under-used its io.weight and iocost gave
@@ -30,16 +34,20 @@
 //!
 //! A worker whose command slept gives its kworker back to the pool after
 //! that command, and its work item is queued again behind the others; a
-//! lane has at most one work item queued and not started.  Under memory
-//! pressure, when the pool can create no worker, the kworkers it has and the
-//! queue's one rescuer thus go round every namespace's lanes instead of
-//! staying with a lane that io.cost holds.
+//! lane has at most one work item queued and not started.  A lane whose
+//! commands sleep has its work items queued on the second queue, unbound
+//! (see [`Lane::count_run`]), so that the kworkers a throttled tenant keeps
+//! asleep are never those of the per-CPU pool the other lanes and the
+//! transports run on.  Under memory pressure, when no pool can create a
+//! worker, the other namespaces keep the per-CPU pool's kworkers, and the
+//! throttled ones go round the unbound pool's kworkers and their queue's
+//! rescuer instead of one of them staying with a lane that io.cost holds.
 
 use crate::{
     blkcg::BlkcgAssociation,
     cgroup::Cgroup,
     cgroup_id,
-    exec_queue::{flush_work, OwnedQueue, Sleeps},
+    exec_queue::{ExecQueues, Sleeps},
     fast_path::Mode,
     noio::NoIo,
     nvmet::{BackingQueue, Namespace, Req, ReqBatch, ReqList},
@@ -52,7 +60,7 @@ use kernel::{
     sync::{
         aref::ARef,
         atomic::{Acquire, Atomic, Full, Relaxed},
-        Arc, SpinLock,
+        Arc, SetOnce, SpinLock,
     },
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
@@ -60,14 +68,27 @@ use kernel::{
 /// How many commands of one lane may be asleep in the block layer at once.
 pub(crate) const LANE_WORKERS: usize = 4;
 
+/// How many commands in a row must run without sleeping before a lane whose
+/// command slept goes back from the throttled queue to the local one.
+const THROTTLED_RUNS: u32 = 16;
+
 /// The commands of one namespace queued on one CPU, and their workers.
 ///
 /// # Invariants
 ///
 /// `claimed[i]` is true while work item `i` is queued or running with the
 /// duty to look at the lane again before it stops; whoever sets it queues
-/// the work item.  `queued` is at least the number of work items queued and
-/// not yet started (it is raised before one is queued).
+/// the work item, and only the run that holds the claim pops commands.  A
+/// work item may run twice at once: once it has been queued on the other of
+/// the module's two queues (even if it came back since), the workqueue no
+/// longer sees its earlier run, which may still be returning.  Two runs of
+/// one work item never both hold its claim: a worker that queues its own
+/// work item (keeping its claim for the new run) touches nothing of the
+/// lane afterwards, and one that gives its claim up ([`Lane::stand_down`])
+/// pops nothing more unless it takes the claim back.  `queued` is at least
+/// the number of work items queued and not yet started (it is raised before
+/// one is queued).  Nothing waits for a lane's work items (no `flush_work`,
+/// no `cancel_work_sync`): that could miss the second run.
 #[pin_data]
 struct Lane {
     /// Where the transport adds commands, without a lock.
@@ -80,8 +101,11 @@ struct Lane {
     claimed: [Atomic<bool>; LANE_WORKERS],
     /// Work items queued that have not started yet.
     queued: Atomic<u32>,
+    /// Commands still to run without sleeping before the lane's work items
+    /// are queued on the local queue again; nonzero: the throttled queue.
+    throttled: Atomic<u32>,
     cgroup: ARef<Cgroup>,
-    queue: Arc<OwnedQueue>,
+    queues: Arc<ExecQueues>,
     #[pin]
     work0: Work<Lane, 0>,
     #[pin]
@@ -108,14 +132,22 @@ macro_rules! lane_work_items {
         })*
 
         impl Lane {
-            /// Queues work item `worker`; a running one runs again.
-            fn enqueue(self: &Arc<Self>, worker: usize) {
+            /// Queues work item `worker`; a running one runs again.  On
+            /// the throttled queue while the lane's commands sleep, or if
+            /// `slept` (the caller's command just did: whatever another
+            /// worker made of the counter meanwhile).
+            fn enqueue(self: &Arc<Self>, worker: usize, slept: bool) {
+                let queue = if slept || self.throttled.load(Relaxed) > 0 {
+                    &self.queues.throttled
+                } else {
+                    &self.queues.local
+                };
                 match worker {
                     // Counted before it can start.  Already queued means it
                     // has yet to look at the lane, and was counted then.
                     $($id => {
                         self.queued.add(1, Relaxed);
-                        if self.queue.enqueue::<_, $id>(self.clone()).is_err() {
+                        if queue.enqueue::<_, $id>(self.clone()).is_err() {
                             self.queued.fetch_sub(1, Relaxed);
                         }
                     })*
@@ -123,10 +155,6 @@ macro_rules! lane_work_items {
                 }
             }
 
-            /// Waits until no work item of the lane is queued or running.
-            fn flush(&self) {
-                $(flush_work(&self.$field);)*
-            }
         }
     };
 }
@@ -134,14 +162,15 @@ macro_rules! lane_work_items {
 lane_work_items!(0 => work0, 1 => work1, 2 => work2, 3 => work3);
 
 impl Lane {
-    fn new(cgroup: ARef<Cgroup>, queue: Arc<OwnedQueue>) -> impl PinInit<Self> {
+    fn new(cgroup: ARef<Cgroup>, queues: Arc<ExecQueues>) -> impl PinInit<Self> {
         pin_init!(Self {
             inbox <- ReqList::new(),
             taken <- new_spinlock!(ReqBatch::empty(), "nvmet_cgroup::Lane::taken"),
             claimed: [const { Atomic::new(false) }; LANE_WORKERS],
             queued: Atomic::new(0),
+            throttled: Atomic::new(0),
             cgroup,
-            queue,
+            queues,
             work0 <- new_work!("nvmet_cgroup::Lane::work0"),
             work1 <- new_work!("nvmet_cgroup::Lane::work1"),
             work2 <- new_work!("nvmet_cgroup::Lane::work2"),
@@ -172,7 +201,7 @@ impl Lane {
         }
         for (worker, claimed) in self.claimed.iter().enumerate() {
             if claimed.cmpxchg(false, true, Full).is_ok() {
-                self.enqueue(worker);
+                self.enqueue(worker, false);
                 return true;
             }
         }
@@ -230,8 +259,33 @@ impl Lane {
             }
             let before = Sleeps::now();
             self.execute(req, &mut charged);
-            if before.slept_since() && self.yield_worker(worker) {
+            let slept = before.slept_since();
+            self.count_run(slept);
+            if slept && self.yield_worker(worker) {
                 return;
+            }
+        }
+    }
+
+    /// Moves the lane to the throttled queue when a command slept, and back
+    /// once [`THROTTLED_RUNS`] in a row did not.
+    ///
+    /// A throttled tenant's sleeping workers then come from the unbound
+    /// pools, not from the per-CPU high-priority pool the other lanes and
+    /// the transports (nvmet-tcp's io_work) run on: while memory pressure
+    /// keeps the pools from making kworkers, the ones it has asleep are not
+    /// the ones the others need.  A lane's workers may count at once: a
+    /// sleep always sets the count, and a countdown that loses a race to it
+    /// does not overwrite it; the worker whose command slept queues its work
+    /// item on the throttled queue whatever the count ([`Lane::yield_worker`]).
+    fn count_run(&self, slept: bool) {
+        if slept {
+            self.throttled.store(THROTTLED_RUNS, Relaxed);
+        } else {
+            let left = self.throttled.load(Relaxed);
+            if left > 0 {
+                // Lost to another worker's update: that one stands.
+                let _ = self.throttled.cmpxchg(left, left - 1, Relaxed);
             }
         }
     }
@@ -242,7 +296,7 @@ impl Lane {
     /// stands down as usual).
     ///
     /// While the pool can make no more kworkers (memory pressure), its
-    /// workers and the queue's one rescuer run every namespace's work items.
+    /// workers and the queue's rescuer run every namespace's work items.
     /// A worker that kept a lane whose cgroup io.cost holds, one sleep after
     /// another, would keep them from every other namespace; one command per
     /// turn after a sleep makes them go round every queued lane instead.
@@ -254,8 +308,9 @@ impl Lane {
             // A work item that has yet to start will look at the lane.
             self.claimed[worker].xchg(false, Full);
         } else {
-            // Still claimed: whoever holds the claim queues the work item.
-            self.enqueue(worker);
+            // Still claimed: whoever holds the claim queues the work item,
+            // on the throttled queue since its command slept.
+            self.enqueue(worker, true);
         }
         true
     }
@@ -293,7 +348,14 @@ impl Lane {
 
 /// The execution context of one enabled namespace with a cgroup.
 pub(crate) struct NsExec {
-    lanes: KVec<Arc<Lane>>,
+    /// One slot per possible CPU, filled with that CPU's lane the first
+    /// time a command needs it there.
+    lanes: KVec<SetOnce<Arc<Lane>>>,
+    /// The lane for commands whose CPU's lane cannot be made (no memory, or
+    /// another thread is making it): made at enable, so a command always
+    /// has a lane.
+    fallback: Arc<Lane>,
+    queues: Arc<ExecQueues>,
     cgroup: ARef<Cgroup>,
     /// The device whose policies decide whether the fast path is safe.
     backing: BackingQueue,
@@ -301,23 +363,21 @@ pub(crate) struct NsExec {
     /// namespace is enabled.
     mode: Mode,
     /// The namespace's line in the status file.
-    _status: Registration,
+    status: Registration,
 }
 
 impl NsExec {
     /// Sets up the context of a namespace with a cgroup being enabled.
     pub(crate) fn enable(ns: &Namespace) -> Result<KBox<Self>> {
         let cgroup = cgroup_id::resolve(ns)?;
-        let queue = crate::shared_queue()?;
+        let queues = crate::shared_queue()?;
 
         let nr_cpus = cpu::nr_cpu_ids() as usize;
         let mut lanes = KVec::with_capacity(nr_cpus, GFP_KERNEL)?;
         for _ in 0..nr_cpus {
-            lanes.push(
-                Arc::pin_init(Lane::new(cgroup.clone(), queue.clone()), GFP_KERNEL)?,
-                GFP_KERNEL,
-            )?;
+            lanes.push(SetOnce::new(), GFP_KERNEL)?;
         }
+        let fallback = Arc::pin_init(Lane::new(cgroup.clone(), queues.clone()), GFP_KERNEL)?;
         let mode = Mode::from_parameters(
             crate::module_parameters::fast_path.value(),
             crate::module_parameters::inline_assoc.value(),
@@ -325,10 +385,12 @@ impl NsExec {
         Ok(KBox::new(
             Self {
                 lanes,
+                fallback,
+                queues,
                 cgroup,
                 backing: ns.backing_queue(),
                 mode,
-                _status: Registration::new(ns, mode)?,
+                status: Registration::new(ns, mode)?,
             },
             GFP_KERNEL,
         )?)
@@ -344,17 +406,37 @@ impl NsExec {
             self.run_inline(req);
             return;
         }
-        // The CPU may change under us: any lane will do, this one is likely
-        // local.  There is one per possible CPU; without one the command is
-        // dropped, which aborts it.
+        self.lane().submit(req);
+    }
+
+    /// The lane of the current CPU, made now if this is its first command
+    /// there; the fallback lane if it cannot be.
+    ///
+    /// The CPU may change under us: any lane will do, this one is likely
+    /// local.  It runs in the transport's context, which may be atomic
+    /// (nvmet-fc), so the lane is allocated without sleeping; a failure
+    /// costs locality, not the command.
+    fn lane(&self) -> &Arc<Lane> {
         let cpu = CpuId::current().as_u32() as usize;
-        let Some(lane) = cpu
-            .checked_rem(self.lanes.len())
-            .and_then(|i| self.lanes.get(i))
-        else {
-            return;
+        let Some(slot) = self.lanes.get(cpu) else {
+            return &self.fallback;
         };
-        lane.submit(req);
+        if let Some(lane) = slot.as_ref() {
+            return lane;
+        }
+        if let Ok(lane) = Arc::pin_init(
+            Lane::new(self.cgroup.clone(), self.queues.clone()),
+            GFP_NOWAIT,
+        ) {
+            // Another thread on this CPU's slot may win the race: its lane
+            // is as good, and ours is dropped.
+            if slot.populate(lane) {
+                self.status.lane_made();
+            }
+        }
+        // Empty if our allocation failed, or while the winner of that race
+        // is still storing its lane.
+        slot.as_ref().unwrap_or(&self.fallback)
     }
 
     /// Runs a command in the caller's thread, charged as in a lane.
@@ -373,10 +455,15 @@ impl NsExec {
 
     /// Tears the context down once every command of the namespace completed
     /// and every [`NsExec::submit`] returned.
+    ///
+    /// It waits for nothing: a worker may still be returning from the
+    /// namespace's last command, but it holds its lane (and through it the
+    /// cgroup and the queue) by reference, and touches nothing else of the
+    /// namespace.  The module's text outlives it because unloading drains the
+    /// queue first ([`crate::NvmetCgroup`]'s `drop`).  So disabling a
+    /// namespace, which nvmet does holding `nvmet_config_sem`, costs no more
+    /// than in stock nvmet, however many CPUs its lanes were on.
     pub(crate) fn disable(self: KBox<Self>) {
-        // Wait for workers still returning from a command that completed.
-        for lane in self.lanes.iter() {
-            lane.flush();
-        }
+        drop(self);
     }
 }

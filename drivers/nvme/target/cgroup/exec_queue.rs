@@ -1,15 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The module's own workqueue, waiting for a work item, and telling whether
-//! a worker slept.
+//! The module's own workqueue, waiting for its work items, and telling
+//! whether a worker slept.
 
 use crate::raw;
 use core::{ops::Deref, ptr::NonNull};
-use kernel::{
-    bindings,
-    prelude::*,
-    workqueue::{Queue, Work},
-};
+use kernel::{bindings, prelude::*, workqueue::Queue};
 
 /// A workqueue the module allocated and destroys when dropped.
 ///
@@ -26,12 +22,19 @@ unsafe impl Send for OwnedQueue {}
 unsafe impl Sync for OwnedQueue {}
 
 impl OwnedQueue {
-    /// Allocates the per-CPU, high-priority, reclaim-safe queue the namespaces'
-    /// workers run on (see the glue for why).
-    pub(crate) fn new() -> Result<Self> {
-        // SAFETY: No precondition; NULL means failure.
-        let ptr = unsafe { raw::nvmet_cgroup_alloc_workqueue() };
+    /// Takes ownership of what an allocation returned: NULL is ENOMEM.
+    fn from_alloc(ptr: *mut bindings::workqueue_struct) -> Result<Self> {
+        // INVARIANT: a non-NULL `ptr` is a new queue nobody else destroys.
         NonNull::new(ptr).map(|ptr| Self { ptr }).ok_or(ENOMEM)
+    }
+}
+
+impl OwnedQueue {
+    /// Waits until no work item is queued or running, including those the
+    /// queue's own work items queue meanwhile.
+    pub(crate) fn drain(&self) {
+        // SAFETY: By the type invariant the queue is alive.
+        unsafe { bindings::drain_workqueue(self.ptr.as_ptr()) }
     }
 }
 
@@ -52,10 +55,38 @@ impl Drop for OwnedQueue {
     }
 }
 
-/// Waits until `work` is neither queued nor running.
-pub(crate) fn flush_work<T: ?Sized, const ID: u64>(work: &Work<T, ID>) {
-    // SAFETY: `work` is an initialised work item, valid for this call.
-    unsafe { bindings::flush_work(Work::raw_get(work)) };
+/// The module's two queues (see the glue for their flags).
+pub(crate) struct ExecQueues {
+    /// Per-CPU, high priority: lanes whose commands do not sleep.
+    pub(crate) local: OwnedQueue,
+    /// Unbound, high priority, at most a bounded number of work items
+    /// running: lanes whose commands sleep in the block layer.
+    pub(crate) throttled: OwnedQueue,
+}
+
+impl ExecQueues {
+    /// Allocates both queues.
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self {
+            // SAFETY: No precondition; NULL means failure.
+            local: OwnedQueue::from_alloc(unsafe { raw::nvmet_cgroup_alloc_workqueue() })?,
+            throttled: OwnedQueue::from_alloc(
+                // SAFETY: No precondition; NULL means failure.
+                unsafe { raw::nvmet_cgroup_alloc_throttled_workqueue() },
+            )?,
+        })
+    }
+
+    /// Waits until no work item of either queue is queued or running.
+    ///
+    /// Only once no namespace has a context (module unload): every lane is
+    /// empty then, so a worker still running only returns, and queues
+    /// nothing on either queue (a queue being drained refuses, with a
+    /// warning, work that is not its own workers').
+    pub(crate) fn drain(&self) {
+        self.local.drain();
+        self.throttled.drain();
+    }
 }
 
 /// How often the current thread had gone to sleep when this was taken.

@@ -268,15 +268,34 @@ void nvmet_cgroup_noio_restore(unsigned int flags)
 }
 
 /*
- * One queue for every namespace: per-CPU so that a command is handed to a
- * worker on the transport's CPU, WQ_HIGHPRI because the tcp and rdma
+ * The lanes' queue for every namespace: per-CPU so that a command is handed
+ * to a worker on the transport's CPU, WQ_HIGHPRI because the tcp and rdma
  * transports execute commands at that priority, WQ_MEM_RECLAIM because
- * reclaim may wait for the I/O queued here (one rescuer for all namespaces).
+ * reclaim may wait for the I/O queued here (one rescuer for all namespaces;
+ * throttled lanes have a queue and a rescuer of their own, below).
  */
 struct workqueue_struct *nvmet_cgroup_alloc_workqueue(void)
 {
 	return alloc_workqueue("nvmet_cgroup",
 			       WQ_PERCPU | WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
+}
+
+/*
+ * The queue of lanes whose commands sleep in the block layer (io.cost,
+ * io.latency): unbound, so that their sleeping workers come from the
+ * unbound high-priority pools and not from the per-CPU high-priority pool
+ * that the other lanes and nvmet-tcp's io_work use.  While memory pressure
+ * keeps the pools from creating kworkers, the workers a throttled tenant
+ * holds asleep are then never the ones the other namespaces and the
+ * transport need.  Its own rescuer; at most NVMET_CGROUP_THROTTLED_ACTIVE
+ * (WQ_MAX_ACTIVE) work items run at once, which bounds the kworkers it can
+ * hold whatever the number of namespaces.
+ */
+struct workqueue_struct *nvmet_cgroup_alloc_throttled_workqueue(void)
+{
+	return alloc_workqueue("nvmet_cgroup_throttled",
+			       WQ_UNBOUND | WQ_HIGHPRI | WQ_MEM_RECLAIM,
+			       NVMET_CGROUP_THROTTLED_ACTIVE);
 }
 
 /*

@@ -88,6 +88,9 @@ bool nvmet_cgroup_e_io_css_is(struct cgroup *cgrp,
 unsigned int nvmet_cgroup_noio_save(void);
 void nvmet_cgroup_noio_restore(unsigned int flags);
 struct workqueue_struct *nvmet_cgroup_alloc_workqueue(void);
+/* work items of the throttled lanes' queue that may run at once */
+#define NVMET_CGROUP_THROTTLED_ACTIVE WQ_MAX_ACTIVE
+struct workqueue_struct *nvmet_cgroup_alloc_throttled_workqueue(void);
 unsigned long nvmet_cgroup_current_sleeps(void);
 
 #endif /* NVMET_CGROUP_GLUE_H */

@@ -51,9 +51,9 @@ module! {
 
 /// State shared by every namespace.
 pub(crate) struct State {
-    /// The queue every namespace's workers run on; `None` outside the
+    /// The queues every namespace's workers run on; `None` outside the
     /// module's lifetime.
-    queue: Option<Arc<exec_queue::OwnedQueue>>,
+    queue: Option<Arc<exec_queue::ExecQueues>>,
     /// The enabled namespaces the status file shows.
     namespaces: KVec<Arc<status::NsStatus>>,
 }
@@ -66,8 +66,8 @@ kernel::sync::global_lock! {
     };
 }
 
-/// The queue for a namespace being enabled.
-pub(crate) fn shared_queue() -> Result<Arc<exec_queue::OwnedQueue>> {
+/// The queues for a namespace being enabled.
+pub(crate) fn shared_queue() -> Result<Arc<exec_queue::ExecQueues>> {
     STATE.lock().queue.clone().ok_or(ENODEV)
 }
 
@@ -87,7 +87,7 @@ impl kernel::Module for NvmetCgroup {
             dir.read_only_file(c"namespaces", status::StatusFile),
             GFP_KERNEL,
         )?;
-        let queue = Arc::new(exec_queue::OwnedQueue::new()?, GFP_KERNEL)?;
+        let queue = Arc::new(exec_queue::ExecQueues::new()?, GFP_KERNEL)?;
         STATE.lock().queue = Some(queue);
         if let Err(e) = entry::register() {
             pr_err!("cannot register with nvmet: {:?}\n", e);
@@ -109,7 +109,14 @@ impl Drop for NvmetCgroup {
         // the module.
         entry::unregister();
         let queue = STATE.lock().queue.take();
-        // Destroying the queue drains it: do that without the lock.
+        // Without the lock: a worker of a namespace disabled just before may
+        // still be returning from its last command (disabling does not wait
+        // for it, see `exec`), and holds its lane, which holds a reference on
+        // the queues.  Draining waits for it, so the last reference is this
+        // one, and nothing of the module runs once it is dropped.
+        if let Some(queue) = &queue {
+            queue.drain();
+        }
         drop(queue);
         pr_info!("unloaded\n");
     }

@@ -16,7 +16,14 @@ use crate::{
     nvmet::{BackingQueue, Namespace},
 };
 use core::fmt;
-use kernel::{prelude::*, str::CString, sync::Arc};
+use kernel::{
+    prelude::*,
+    str::CString,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
+};
 
 /// What the status file shows of one enabled namespace.
 pub(crate) struct NsStatus {
@@ -27,18 +34,22 @@ pub(crate) struct NsStatus {
     mode: Mode,
     /// A reference of its own on the namespace's queue, read when the file is.
     backing: BackingQueue,
+    /// How many lanes the namespace's context has made, its fallback lane
+    /// included ([`crate::exec`]).
+    lanes: Atomic<u32>,
 }
 
 impl NsStatus {
-    /// The namespace's line: `NQN NSID cgroup_id=ID mode=MODE rw=WHERE`,
-    /// `WHERE` being `transport` or `context: REASON`.
+    /// The namespace's line: `NQN NSID cgroup_id=ID mode=MODE lanes=N
+    /// rw=WHERE`, `WHERE` being `transport` or `context: REASON`.
     fn line(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_fmt(fmt!(
-            "{} {} cgroup_id={} mode={} rw=",
+            "{} {} cgroup_id={} mode={} lanes={} rw=",
             &*self.nqn,
             self.nsid,
             self.cgroup_id,
-            self.mode.name()
+            self.mode.name(),
+            self.lanes.load(Relaxed)
         ))?;
         match self
             .mode
@@ -64,6 +75,7 @@ impl Registration {
                 file: ns.is_file(),
                 mode,
                 backing: ns.backing_queue(),
+                lanes: Atomic::new(1),
             },
             GFP_KERNEL,
         )?;
@@ -72,6 +84,13 @@ impl Registration {
             .namespaces
             .push(status.clone(), GFP_KERNEL)?;
         Ok(Self(status))
+    }
+}
+
+impl Registration {
+    /// Counts a lane the namespace's context made for a CPU.
+    pub(crate) fn lane_made(&self) {
+        self.0.lanes.add(1, Relaxed);
     }
 }
 
