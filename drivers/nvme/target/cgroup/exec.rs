@@ -370,7 +370,7 @@ impl NsExec {
     /// Sets up the context of a namespace with a cgroup being enabled.
     pub(crate) fn enable(ns: &Namespace) -> Result<KBox<Self>> {
         let cgroup = cgroup_id::resolve(ns)?;
-        let queues = crate::shared_queue()?;
+        let queues = crate::shared_queues()?;
 
         let nr_cpus = cpu::nr_cpu_ids() as usize;
         let mut lanes = KVec::with_capacity(nr_cpus, GFP_KERNEL)?;

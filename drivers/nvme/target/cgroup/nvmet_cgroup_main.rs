@@ -67,7 +67,7 @@ kernel::sync::global_lock! {
 }
 
 /// The queues for a namespace being enabled.
-pub(crate) fn shared_queue() -> Result<Arc<exec_queue::ExecQueues>> {
+pub(crate) fn shared_queues() -> Result<Arc<exec_queue::ExecQueues>> {
     STATE.lock().queue.clone().ok_or(ENODEV)
 }
 
