@@ -4,7 +4,8 @@
 //!
 //! A namespace with a cgroup has a lane per CPU it runs commands on, made
 //! the first time a command needs it there (an idle namespace, or one whose
-//! commands all take the fast path, has none but its fallback lane).  The
+//! commands all take the fast path, has none but its fallback lane, and the
+//! deferred lane below once it has one).  The
 //! transport hands a command to the lane of the CPU it runs on; the first
 //! command on an empty lane queues one of the lane's [`LANE_WORKERS`] work
 //! items on the module's per-CPU high-priority workqueue, and that worker
@@ -24,6 +25,15 @@
 //! block layer expects of a submitter with that much queued; with one, a
 //! namespace under CPU contention under-used its io.weight and iocost gave
 //! the share away.
+//!
+//! The commands whose backend runs its work synchronously in the execution
+//! context (a file's Flush, DSM and Write Zeroes: `vfs_fsync`, `fallocate`;
+//! a zoned device's zone management) go to a lane of their own, one per
+//! namespace, made the first time one comes (the *deferred* lane): in the
+//! lane of the reads, a few slow flushes would hold every worker of it.
+//! Like stock nvmet, which runs that work as work items of its own, they
+//! run apart from the reads and writes, and like everything in a lane,
+//! charged to the cgroup (with `inline_assoc=1` too).
 //!
 //! The fast path ([`crate::fast_path`]) skips the lane while nothing can sleep the
 //! transport: such a command runs in the transport's own thread, associated
@@ -355,6 +365,10 @@ pub(crate) struct NsExec {
     /// another thread is making it): made at enable, so a command always
     /// has a lane.
     fallback: Arc<Lane>,
+    /// The lane of the commands whose backend runs their work synchronously
+    /// here (a file's Flush, DSM and Write Zeroes, zone management), made
+    /// the first time one comes.
+    deferred: SetOnce<Arc<Lane>>,
     queues: Arc<ExecQueues>,
     cgroup: ARef<Cgroup>,
     /// The device whose policies decide whether the fast path is safe.
@@ -386,6 +400,7 @@ impl NsExec {
             Self {
                 lanes,
                 fallback,
+                deferred: SetOnce::new(),
                 queues,
                 cgroup,
                 backing: ns.backing_queue(),
@@ -396,47 +411,83 @@ impl NsExec {
         )?)
     }
 
-    /// Hands a command to the lane of the current CPU, or runs it in the
+    /// Hands a command to the lane of the current CPU (the deferred lane for
+    /// a command whose backend runs its work here), or runs it in the
     /// caller's thread where nothing can put that thread to sleep for the
     /// cgroup (see [`crate::fast_path`]).  nvmet holds a reference on the
     /// namespace until this returns, so the context outlives the call even if
     /// the command completes meanwhile.
     pub(crate) fn submit(&self, req: Req) {
-        if self.mode.reads_facts() && self.mode.decide(&req.facts(&self.backing)).is_ok() {
-            self.run_inline(req);
-            return;
+        let deferred = if self.mode.reads_facts() {
+            let facts = req.facts(&self.backing);
+            if self.mode.decide(&facts).is_ok() {
+                self.run_inline(req);
+                return;
+            }
+            facts.deferred
+        } else {
+            req.is_deferred()
+        };
+        if deferred {
+            self.deferred_lane().submit(req);
+        } else {
+            self.lane().submit(req);
         }
-        self.lane().submit(req);
     }
 
     /// The lane of the current CPU, made now if this is its first command
     /// there; the fallback lane if it cannot be.
     ///
     /// The CPU may change under us: any lane will do, this one is likely
-    /// local.  It runs in the transport's context, which may be atomic
-    /// (nvmet-fc), so the lane is allocated without sleeping; a failure
-    /// costs locality, not the command.
+    /// local.
     fn lane(&self) -> &Arc<Lane> {
         let cpu = CpuId::current().as_u32() as usize;
-        let Some(slot) = self.lanes.get(cpu) else {
-            return &self.fallback;
-        };
+        match self.lanes.get(cpu) {
+            Some(slot) => self.lane_in(slot),
+            None => &self.fallback,
+        }
+    }
+
+    /// The deferred lane, made now if this is its first command; the
+    /// current CPU's lane if it cannot be.
+    fn deferred_lane(&self) -> &Arc<Lane> {
+        if let Some(lane) = self.deferred.as_ref() {
+            return lane;
+        }
+        match self.make_lane(&self.deferred) {
+            Some(lane) => lane,
+            None => self.lane(),
+        }
+    }
+
+    /// The lane in `slot`, made now if there is none; the fallback lane if
+    /// it cannot be.
+    fn lane_in<'a>(&'a self, slot: &'a SetOnce<Arc<Lane>>) -> &'a Arc<Lane> {
         if let Some(lane) = slot.as_ref() {
             return lane;
         }
+        self.make_lane(slot).unwrap_or(&self.fallback)
+    }
+
+    /// Makes the lane of an empty `slot`; `None` if it cannot be made.
+    ///
+    /// It runs in the transport's context, which may be atomic (nvmet-fc),
+    /// so the lane is allocated without sleeping; a failure costs
+    /// locality, not the command.
+    fn make_lane<'a>(&self, slot: &'a SetOnce<Arc<Lane>>) -> Option<&'a Arc<Lane>> {
         if let Ok(lane) = Arc::pin_init(
             Lane::new(self.cgroup.clone(), self.queues.clone()),
             GFP_NOWAIT,
         ) {
-            // Another thread on this CPU's slot may win the race: its lane
-            // is as good, and ours is dropped.
+            // Another thread on this slot may win the race: its lane is as
+            // good, and ours is dropped.
             if slot.populate(lane) {
                 self.status.lane_made();
             }
         }
         // Empty if our allocation failed, or while the winner of that race
         // is still storing its lane.
-        slot.as_ref().unwrap_or(&self.fallback)
+        slot.as_ref()
     }
 
     /// Runs a command in the caller's thread, charged as in a lane.

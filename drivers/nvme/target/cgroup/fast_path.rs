@@ -23,7 +23,11 @@ pub(crate) enum Mode {
     /// The `inline_assoc=1` diagnostic: in the transport's thread whatever
     /// the queue's policies, so a throttled namespace stalls the transport.
     /// Still only from a kernel thread in task context: elsewhere the
-    /// association and the NOIO scope would change the interrupted thread.
+    /// association and the NOIO scope would change the interrupted thread;
+    /// and not the commands whose backend runs their work in the execution
+    /// context (a file's Flush, DSM and Write Zeroes, zone management): run
+    /// here, the backend would queue that work on nvmet's workqueue,
+    /// charged to nobody.
     Inline,
 }
 
@@ -54,6 +58,7 @@ impl Mode {
     ) -> Result<(), Reason> {
         self.decide(&Facts {
             read_write: true,
+            deferred: false,
             kthread_task: true,
             file,
             queue,
@@ -75,6 +80,7 @@ impl Mode {
         match self {
             Self::Lanes => Err(Reason::FastPathOff),
             Self::FastPath => check(f),
+            Self::Inline if f.deferred => Err(Reason::NotReadWrite),
             Self::Inline if f.kthread_task => Ok(()),
             Self::Inline => Err(Reason::NotKthread),
         }
@@ -89,7 +95,8 @@ pub(crate) enum Reason {
     FastPathOff,
     /// Not a Read or Write: the file backend defers Flush, DSM and Write
     /// Zeroes to a work item, and zone management does the same; that work is
-    /// charged only when it runs in the execution context.
+    /// charged only when it runs in the execution context, where those have
+    /// a lane of their own (see [`crate::exec`]).
     NotReadWrite,
     /// The caller is not a kernel thread in task context: bios are charged to
     /// a kthread's association only (nvmet-fc may execute from an LLDD's
@@ -175,6 +182,7 @@ mod tests {
     /// A bdev Read or Write from a kthread on a plain blk-mq queue.
     const PLAIN: Facts = Facts {
         read_write: true,
+        deferred: false,
         kthread_task: true,
         file: false,
         queue: Some(QueueFacts {
@@ -256,7 +264,19 @@ mod tests {
             ..PLAIN
         };
         let iocost = with_queue(|q| q.iocost = true);
-        let cases: [(Mode, Facts, Result<(), Reason>); 8] = [
+        // A file's Flush: its work runs where the command runs.
+        let deferred = Facts {
+            read_write: false,
+            deferred: true,
+            file: true,
+            ..PLAIN
+        };
+        // A block device's Flush: it submits its bio and returns.
+        let bdev_flush = Facts {
+            read_write: false,
+            ..PLAIN
+        };
+        let cases: [(Mode, Facts, Result<(), Reason>); 12] = [
             (Mode::Lanes, PLAIN, Err(Reason::FastPathOff)),
             (Mode::FastPath, PLAIN, Ok(())),
             (Mode::FastPath, iocost, Err(Reason::IoCost)),
@@ -273,6 +293,12 @@ mod tests {
                 },
                 Err(Reason::NotKthread),
             ),
+            // A file's Flush, DSM, Write Zeroes: charged only in the
+            // execution context, whatever the mode.
+            (Mode::FastPath, deferred, Err(Reason::NotReadWrite)),
+            (Mode::Inline, deferred, Err(Reason::NotReadWrite)),
+            (Mode::FastPath, bdev_flush, Err(Reason::NotReadWrite)),
+            (Mode::Inline, bdev_flush, Ok(())),
         ];
         for (mode, facts, expected) in cases {
             assert_eq!(mode.decide(&facts), expected);

@@ -134,6 +134,9 @@ pub(crate) struct Facts {
     /// A Read or Write command: the ones that submit their bios from
     /// `execute`.
     pub(crate) read_write: bool,
+    /// The backend runs the command's work synchronously in the execution
+    /// context (a file's Flush, DSM and Write Zeroes, zone management).
+    pub(crate) deferred: bool,
     /// The caller is a kernel thread in task context.
     pub(crate) kthread_task: bool,
     /// The namespace is backed by a file, not a block device.
@@ -202,6 +205,14 @@ impl Req {
         unsafe { raw::nvmet_cgroup_req_ns_live(self.ptr.as_ptr()) }
     }
 
+    /// Whether the command's backend runs its work synchronously in the
+    /// execution context (a file's Flush, DSM and Write Zeroes, zone
+    /// management).
+    pub(crate) fn is_deferred(&self) -> bool {
+        // SAFETY: By the type invariant.
+        unsafe { raw::nvmet_cgroup_req_deferred(self.ptr.as_ptr()) }
+    }
+
     /// Whether the command's submission queue is being deleted.
     pub(crate) fn sq_dying(&self) -> bool {
         // SAFETY: By the type invariant.
@@ -221,6 +232,7 @@ impl Req {
         unsafe { raw::nvmet_cgroup_req_facts(self.ptr.as_ptr(), q, &mut f) };
         Facts {
             read_write: f.read_write,
+            deferred: f.deferred,
             kthread_task: f.kthread_task,
             file: f.file,
             queue: QueueFacts::from_raw(&f),

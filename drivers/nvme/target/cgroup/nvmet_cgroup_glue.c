@@ -153,6 +153,7 @@ void nvmet_cgroup_req_facts(const struct nvmet_req *req,
 
 	nvmet_cgroup_queue_facts(q, facts);
 	facts->read_write = opcode == nvme_cmd_read || opcode == nvme_cmd_write;
+	facts->deferred = nvmet_cgroup_req_deferred(req);
 	facts->kthread_task = in_task() && (current->flags & PF_KTHREAD);
 	facts->file = !!req->ns->file;
 }
@@ -172,6 +173,29 @@ void nvmet_cgroup_queue_facts(struct request_queue *q,
 	facts->throttle = READ_ONCE(q->td);
 #endif
 	percpu_ref_put(&q->q_usage_counter);
+}
+
+/*
+ * The commands whose backend hands its work to nvmet_req_run_work(), which
+ * runs it synchronously in the execution context: the file backend's Flush,
+ * DSM and Write Zeroes (vfs_fsync, fallocate) and a zoned block device's
+ * zone management.  The module runs them apart from the namespace's reads
+ * and writes.  The others (Reads, Writes, a block device's Flush, DSM and
+ * Write Zeroes, Zone Append, passthru's commands) submit and return.
+ */
+bool nvmet_cgroup_req_deferred(const struct nvmet_req *req)
+{
+	switch (req->cmd->common.opcode) {
+	case nvme_cmd_flush:
+	case nvme_cmd_dsm:
+	case nvme_cmd_write_zeroes:
+		return !!req->ns->file;
+	case nvme_cmd_zone_mgmt_send:
+	case nvme_cmd_zone_mgmt_recv:
+		return !!req->ns->bdev;
+	default:
+		return false;
+	}
 }
 
 /* @own_ctx: the caller is the module's worker, not the transport */

@@ -26,6 +26,8 @@ struct request_queue;
 struct nvmet_cgroup_facts {
 	/* a Read or Write command: the ones that submit from ->execute */
 	bool	read_write;
+	/* a command whose backend runs its work in the execution context */
+	bool	deferred;
 	/* the caller is a kernel thread in task context */
 	bool	kthread_task;
 	/* the namespace is backed by a file, not a block device */
@@ -65,6 +67,7 @@ struct request_queue *nvmet_cgroup_ns_queue(const struct nvmet_ns *ns);
 /* commands handed to the extension */
 bool nvmet_cgroup_req_ns_live(const struct nvmet_req *req);
 bool nvmet_cgroup_req_sq_dying(const struct nvmet_req *req);
+bool nvmet_cgroup_req_deferred(const struct nvmet_req *req);
 void nvmet_cgroup_req_facts(const struct nvmet_req *req,
 			    struct request_queue *q,
 			    struct nvmet_cgroup_facts *facts);

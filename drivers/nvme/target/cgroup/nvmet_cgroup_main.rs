@@ -44,7 +44,7 @@ module! {
         },
         inline_assoc: bool {
             default: false,
-            description: "Diagnostic: always run I/O in the transport's thread (can stall it)",
+            description: "Diagnostic: run Read/Write in the transport's thread (can stall it)",
         },
     },
 }

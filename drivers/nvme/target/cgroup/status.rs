@@ -88,7 +88,8 @@ impl Registration {
 }
 
 impl Registration {
-    /// Counts a lane the namespace's context made for a CPU.
+    /// Counts a lane the namespace's context made (a CPU's, or its deferred
+    /// lane).
     pub(crate) fn lane_made(&self) {
         self.0.lanes.add(1, Relaxed);
     }
