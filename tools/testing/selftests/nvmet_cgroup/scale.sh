@@ -262,6 +262,11 @@ sample_has_lanes_where_it_ran() {
 	host_connect tcp "$(nqn 0)" || return
 	for ((ns = 1; ns <= SAMPLE; ns++)); do
 		d=$(host_dev "$(nqn 0)" "$ns") || return
+		# The multipath head's node appears before a path is live, and
+		# opening it meanwhile fails with ENXIO (seen once fio stopped
+		# walking /sys/block first): wait until a read goes through.
+		wait_for 60 dd if="$d" of=/dev/null bs=4096 count=1 iflag=direct status=none 2> /dev/null ||
+			fail "$d cannot be read 60 s after it appeared" || return
 		jobs+=(--name="ns$ns" --filename="$d")
 	done
 	now_us
