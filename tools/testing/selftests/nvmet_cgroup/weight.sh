@@ -14,15 +14,16 @@
 # (the CPU hog: what a tenant's batch job does to a target), which must
 # keep the CPUs busy (under 10 % idle) through every round.
 #
-# On 3f7e8f4 (one per-CPU pool for every lane) this failed: idle 100/300
-# split 2.34 where fio split 3.00, busy 1.57 vs 3.00, busy 100/200/400
-# 0.98/1.87 vs 2.05/4.23.  It still fails (2026-12-05, with throttled lanes
-# on their own unbound queue): idle 100/300 2.61 vs 3.05 (passes),
-# 100/200/400 1.62/3.54 vs 1.95/3.97, busy 1.97 vs 3.00 and 0.81/1.96 vs
-# 2.07/4.00; with 8 workers a lane instead of 4 the light tenant got too
-# little instead (busy 100/300 3.57 vs 2.90).  So `make check-full` runs it,
-# not `make check`, until #33 item 1 is done.  Each round also prints each
-# tenant's io.cost usage and wait (io.stat, ms).  Run alone:
+# Each tenant's rate is its cgroup's io.stat reads on the device over one
+# window common to all (rates_together), for the namespaces and fio alike.
+# Measured with fio's own per-job figures instead, it failed (2026-12-05:
+# busy 100/200/400 0.81/1.96 vs 2.07/4.00), most likely because of the
+# measurement: under the busy loops the namespaces' fio processes start
+# seconds apart (traced: one tenant activated in io.cost 1.6 s before the
+# other), and the last one's window ended with the device to itself.  With the
+# common window (same day, same module): idle 3.03 vs 3.01 and 2.02/4.07
+# vs 2.07/4.21, busy 3.13 vs 3.17 and 2.21/4.38 vs 2.12/3.96.  It takes
+# about 11 minutes, so `make check-full` runs it.  Run alone:
 #   scripts/check weight.sh
 cd "$(dirname "$0")" || exit 1
 . ./case_lib.sh
@@ -32,6 +33,8 @@ cd "$(dirname "$0")" || exit 1
 NQN=nqn.2026-12.io.nvmet-cgroup:weight
 WEIGHTS=(100 200 300 400)	# namespace i + 1 is bound to weight/w${WEIGHTS[i]}
 RUNTIME=${WEIGHT_RUNTIME:-8}
+# seconds after the jobs start before the measured window opens
+WINDOW_START=6
 ROUNDS=3
 TOLERANCE=15
 MAX_IDLE_PCT=10
@@ -118,6 +121,40 @@ cost_delta() {
 			printf "%d/%d ", (q[1] - p[1]) / 1000, (q[2] - p[2]) / 1000 } }'
 }
 
+# rates_together SPEC...: one fio job of 4 KiB random reads per SPEC ("DEV
+# CGROUP", CGROUP "-" for this shell's), all at once; prints each tenant's
+# IOPS on nullb0 from its cgroup's io.stat over the same RUNTIME s window,
+# which opens once every job has run for a while.  Not fio's own figures:
+# under the busy loops the namespaces' fio processes start seconds apart
+# (one tenant activated in io.cost 1.6 s before the other), so each job's
+# window would cover a different stretch, the last one's partly alone on
+# the device.  SPEC i is tenant ws[i] (the caller's).
+rates_together() {
+	local spec dev cg i=0 j st=0 r0 r1
+	local -a pids=() before=()
+	for spec in "$@"; do
+		read -r dev cg <<< "$spec"
+		( [ "$cg" = - ] || echo "$BASHPID" > "$CG/$cg/cgroup.procs" &&
+		  exec fio --name=job --filename="$dev" --rw=randread --bs=4k --direct=1 \
+			--ioengine=libaio --iodepth=32 --time_based \
+			--runtime=$((RUNTIME + WINDOW_START + 4)) --minimal > /dev/null ) &
+		pids+=($!)
+	done
+	sleep "$WINDOW_START"
+	for i in "${!ws[@]}"; do
+		before[i]=$(cg_stat "weight/w${ws[i]}" /dev/nullb0 rios)
+	done
+	sleep "$RUNTIME"
+	for i in "${!ws[@]}"; do
+		r1=$(cg_stat "weight/w${ws[i]}" /dev/nullb0 rios)
+		echo $(((r1 - before[i]) / RUNTIME))
+	done
+	for j in "${pids[@]}"; do
+		wait "$j" || st=1
+	done
+	return $st
+}
+
 # split_like_fio WEIGHT...: the tenants read ROUNDS times through their
 # namespaces, then with fio in their cgroups; each tenant's IOPS over the
 # first's must be within TOLERANCE % of fio's (sums over the rounds)
@@ -134,10 +171,10 @@ split_like_fio() {
 		t0=$(cpu_ticks)
 		c0=$(cost_stats "${ws[@]}")
 		# (no process substitution: the guest has no /dev/fd)
-		out=$(randread_together "${ns_specs[@]}") || fail "round $r: the namespaces' fio failed" || return
+		out=$(rates_together "${ns_specs[@]}") || fail "round $r: the namespaces' fio failed" || return
 		mapfile -t ns <<< "$out"
 		c1=$(cost_stats "${ws[@]}")
-		out=$(randread_together "${fio_specs[@]}") || fail "round $r: the reference fio failed" || return
+		out=$(rates_together "${fio_specs[@]}") || fail "round $r: the reference fio failed" || return
 		mapfile -t fio <<< "$out"
 		c2=$(cost_stats "${ws[@]}")
 		[ ${#ns[@]} = ${#ws[@]} ] && [ ${#fio[@]} = ${#ws[@]} ] ||
