@@ -442,39 +442,28 @@ impl NsExec {
     /// local.
     fn lane(&self) -> &Arc<Lane> {
         let cpu = CpuId::current().as_u32() as usize;
-        match self.lanes.get(cpu) {
-            Some(slot) => self.lane_in(slot),
-            None => &self.fallback,
-        }
+        self.lanes
+            .get(cpu)
+            .and_then(|slot| self.lane_in(slot))
+            .unwrap_or(&self.fallback)
     }
 
     /// The deferred lane, made now if this is its first command; the
     /// current CPU's lane if it cannot be.
     fn deferred_lane(&self) -> &Arc<Lane> {
-        if let Some(lane) = self.deferred.as_ref() {
-            return lane;
-        }
-        match self.make_lane(&self.deferred) {
-            Some(lane) => lane,
-            None => self.lane(),
-        }
+        self.lane_in(&self.deferred).unwrap_or_else(|| self.lane())
     }
 
-    /// The lane in `slot`, made now if there is none; the fallback lane if
-    /// it cannot be.
-    fn lane_in<'a>(&'a self, slot: &'a SetOnce<Arc<Lane>>) -> &'a Arc<Lane> {
-        if let Some(lane) = slot.as_ref() {
-            return lane;
-        }
-        self.make_lane(slot).unwrap_or(&self.fallback)
-    }
-
-    /// Makes the lane of an empty `slot`; `None` if it cannot be made.
+    /// The lane in `slot`, made now if there is none; `None` if it cannot
+    /// be made.
     ///
     /// It runs in the transport's context, which may be atomic (nvmet-fc),
     /// so the lane is allocated without sleeping; a failure costs
     /// locality, not the command.
-    fn make_lane<'a>(&self, slot: &'a SetOnce<Arc<Lane>>) -> Option<&'a Arc<Lane>> {
+    fn lane_in<'a>(&self, slot: &'a SetOnce<Arc<Lane>>) -> Option<&'a Arc<Lane>> {
+        if let Some(lane) = slot.as_ref() {
+            return Some(lane);
+        }
         if let Ok(lane) = Arc::pin_init(
             Lane::new(self.cgroup.clone(), self.queues.clone()),
             GFP_NOWAIT,
