@@ -12,6 +12,10 @@
 # bench/charge-cost.sh) and the css references the root does not count.
 #
 #   scripts/vm --flavour perf --no-load --icount 1 -- bench/path-cost.sh
+#
+# PATH_ALT_KO=/host/DIR/nvmet_cgroup.ko adds configurations Rx and Cx: R and
+# C with that build of the module instead (PATH_CONFIGS="A R Rx C Cx"), to
+# compare two builds in one boot.
 set -uo pipefail
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 . "$BENCH_DIR/lib.sh"
@@ -39,11 +43,15 @@ configure() {	# CONFIG: the namespace disabled, the module as CONFIG needs
 	fi
 	case "$1" in
 	A) ;;
-	R) id=$(stat -c %i "$CG") ;;
-	C) id=$(cg_id bench-path) ;;
+	R|Rx) id=$(stat -c %i "$CG") ;;
+	C|Cx) id=$(cg_id bench-path) ;;
 	*) die "unknown configuration $1" ;;
 	esac
-	[ "$1" = A ] || modprobe nvmet_cgroup || die "modprobe"
+	case "$1" in
+	A) ;;
+	*x) insmod "${PATH_ALT_KO:?configurations Rx and Cx need PATH_ALT_KO}" || die "insmod" ;;
+	*) modprobe nvmet_cgroup || die "modprobe" ;;
+	esac
 	echo "$id" > "$NS/cgroup_id" && echo 1 > "$NS/enable" || die "enable ($1)"
 }
 
@@ -74,6 +82,9 @@ for rw in randread randwrite; do
 	[[ " $CONFIGS " =~ " A " && " $CONFIGS " =~ " R " && " $CONFIGS " =~ " C " ]] &&
 		line+=$(awk -v a="${m[A]}" -v r="${m[R]}" -v c="${m[C]}" \
 			'BEGIN { printf " | R-A %.0f C-R %.0f C-A %.0f", r - a, c - r, c - a }')
+	[[ " $CONFIGS " =~ " A " && " $CONFIGS " =~ " Rx " && " $CONFIGS " =~ " Cx " ]] &&
+		line+=$(awk -v a="${m[A]}" -v r="${m[Rx]}" -v c="${m[Cx]}" \
+			'BEGIN { printf " | Rx-A %.0f Cx-Rx %.0f Cx-A %.0f", r - a, c - r, c - a }')
 	echo "median instructions per command, $line"
 done
 rios=$(cg_stat bench-path /dev/nullb0 rios)

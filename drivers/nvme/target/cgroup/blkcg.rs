@@ -2,9 +2,9 @@
 
 //! The current kernel thread's blkcg association, as a scope guard.
 
-use crate::cgroup::{Cgroup, CgroupSubsysState};
-use core::marker::PhantomData;
-use kernel::{bindings, sync::aref::ARef};
+use crate::{cgroup::Cgroup, raw};
+use core::{marker::PhantomData, ptr::NonNull};
+use kernel::bindings;
 
 /// The current kernel thread's bios are charged to a cgroup until this drops.
 ///
@@ -13,26 +13,34 @@ use kernel::{bindings, sync::aref::ARef};
 /// nvmet executes commands from (transport work items, the module's lane
 /// workers) carry none.
 ///
+/// The association's own reference on the css is the only one: the value
+/// keeps the css's address to compare, and never uses the css itself.
+///
 /// # Invariants
 ///
 /// The current thread is associated with the blkcg of `css` by
-/// [`BlkcgAssociation::associate`], and the value does not leave the thread.
+/// [`BlkcgAssociation::associate`], which holds a reference on `css` until
+/// the value drops; the value does not leave the thread.
 pub(crate) struct BlkcgAssociation {
-    css: ARef<CgroupSubsysState>,
+    css: NonNull<bindings::cgroup_subsys_state>,
     _not_send: PhantomData<*mut ()>,
 }
 
 impl BlkcgAssociation {
-    /// Associates the current kernel thread with `cgroup`'s effective io
-    /// css, looked up now (see [`Cgroup::effective_io_css`]).
+    /// Associates the current kernel thread with `cgroup`'s effective io css
+    /// (its own, or its nearest ancestor's, that is not being removed),
+    /// looked up now.
     pub(crate) fn associate(cgroup: &Cgroup) -> Self {
-        let css = cgroup.effective_io_css();
-        // SAFETY: `css` is alive; the association takes its own reference,
-        // and `drop` clears it on this thread.
-        unsafe { bindings::kthread_associate_blkcg(css.as_raw()) };
+        // SAFETY: By the type invariant of `Cgroup` the cgroup is alive; the
+        // glue associates the thread with a css it found alive under RCU,
+        // which the association now holds a reference on, and returns it
+        // (never NULL: the root cgroup's css is never removed).  `drop`
+        // clears the association on this thread.
+        let css = unsafe { raw::nvmet_cgroup_associate(cgroup.as_raw()) };
         // INVARIANT: The thread was associated with `css` just above.
         Self {
-            css,
+            // SAFETY: Never NULL (see above).
+            css: unsafe { NonNull::new_unchecked(css) },
             _not_send: PhantomData,
         }
     }
@@ -43,14 +51,17 @@ impl BlkcgAssociation {
     /// cgroup removed), whose bios the block layer would send to the root
     /// (`bio_associate_blkg` only takes online csses).
     pub(crate) fn is_current(&self, cgroup: &Cgroup) -> bool {
-        cgroup.effective_io_css_is(&self.css)
+        // SAFETY: By the type invariants the cgroup and the css are alive;
+        // the glue reads the css pointers of the cgroup and its ancestors
+        // under RCU, and only compares `css` with them.
+        unsafe { raw::nvmet_cgroup_e_io_css_is(cgroup.as_raw(), self.css.as_ptr()) }
     }
 }
 
 impl Drop for BlkcgAssociation {
     fn drop(&mut self) {
         // SAFETY: Clearing the association is always allowed; by the type
-        // invariant it is this thread's.  `css` is put after it.
-        unsafe { bindings::kthread_associate_blkcg(core::ptr::null_mut()) };
+        // invariant it is this thread's, and it drops the reference on `css`.
+        unsafe { raw::nvmet_cgroup_unassociate() };
     }
 }

@@ -60,7 +60,7 @@ use crate::{
     exec_queue::{ExecQueues, Sleeps},
     fast_path::Mode,
     noio::NoIo,
-    nvmet::{BackingQueue, Namespace, Req, ReqBatch, ReqList},
+    nvmet::{BackingQueue, Namespace, Req, ReqBatch, ReqList, ReqState},
     status::Registration,
 };
 use kernel::{
@@ -419,9 +419,9 @@ impl NsExec {
     /// the command completes meanwhile.
     pub(crate) fn submit(&self, req: Req) {
         let deferred = if self.mode.reads_facts() {
-            let facts = req.facts(&self.backing);
+            let (facts, state) = req.facts(&self.backing);
             if self.mode.decide(&facts).is_ok() {
-                self.run_inline(req);
+                self.run_inline(req, state);
                 return;
             }
             facts.deferred
@@ -479,16 +479,17 @@ impl NsExec {
         slot.as_ref()
     }
 
-    /// Runs a command in the caller's thread, charged as in a lane.
-    fn run_inline(&self, req: Req) {
-        if req.sq_dying() {
+    /// Runs a command in the caller's thread, charged as in a lane; `state`
+    /// was read with the facts that allowed it, just before.
+    fn run_inline(&self, req: Req, state: ReqState) {
+        if state.sq_dying {
             req.abort();
             return;
         }
         let _noio = NoIo::enter();
         // As in a lane: a disable waits for the command, don't throttle it.
-        let _charged = req
-            .ns_live()
+        let _charged = state
+            .ns_live
             .then(|| BlkcgAssociation::associate(&self.cgroup));
         req.run_inline();
     }

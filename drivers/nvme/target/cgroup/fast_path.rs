@@ -145,13 +145,12 @@ impl Reason {
 /// `Ok` if the command may run in the transport's thread, else why not.
 ///
 /// wbt does not throttle nvmet's `REQ_SYNC | REQ_IDLE` writes, with or
-/// without a cgroup, so it is no reason.  The facts are not held across the
-/// submission (the freeze that enables a policy waits for the queue usage
-/// reference they are read under, and the submission would wait for that
-/// freeze), so a command that passed just before a policy is enabled meets
+/// without a cgroup, so it is no reason.  The facts are a snapshot, not held
+/// across the submission (it would wait for the freeze that enables a
+/// policy), so a command that passed just before a policy is enabled meets
 /// it fresh: iolatency starts at an unlimited depth, iocost grants a cgroup
-/// it activates half a period of budget.  Commands checked after the freeze
-/// go to the execution context.
+/// it activates half a period of budget.  Commands checked once the freeze
+/// began go to the execution context (the queue is not live for them).
 pub(crate) fn check(f: &Facts) -> Result<(), Reason> {
     if !f.read_write {
         return Err(Reason::NotReadWrite);

@@ -99,8 +99,8 @@ pub(crate) struct BackingQueue {
 }
 
 // SAFETY: The value is a counted reference that the glue uses from any
-// thread: it takes the queue's usage reference (a per-CPU counter) around
-// every read, and the reference is dropped from any thread.
+// thread: it only reads the queue's flags, atomically, and the reference is
+// dropped from any thread.
 unsafe impl Send for BackingQueue {}
 // SAFETY: As above: no operation through `&BackingQueue` needs exclusivity.
 unsafe impl Sync for BackingQueue {}
@@ -173,6 +173,15 @@ impl QueueFacts {
     }
 }
 
+/// A command's state when [`Req::facts`] read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ReqState {
+    /// The namespace still accepts I/O (see [`Req::ns_live`]).
+    pub(crate) ns_live: bool,
+    /// The submission queue is being deleted (see [`Req::sq_dying`]).
+    pub(crate) sq_dying: bool,
+}
+
 /// An I/O command handed to the extension by nvmet.
 ///
 /// # Invariants
@@ -220,23 +229,28 @@ impl Req {
     }
 
     /// The facts about this command, its caller and `queue` that say
-    /// whether it may run in the caller's (the transport's) thread.  Read
-    /// per command, so a policy enabled or turned off later is seen by the
-    /// next one.
-    pub(crate) fn facts(&self, queue: &BackingQueue) -> Facts {
+    /// whether it may run in the caller's (the transport's) thread, and the
+    /// command's state, in one call.  Read per command, so a policy enabled
+    /// or turned off later is seen by the next one.
+    pub(crate) fn facts(&self, queue: &BackingQueue) -> (Facts, ReqState) {
         let q = queue.ptr.map_or(core::ptr::null_mut(), NonNull::as_ptr);
         let mut f = raw::nvmet_cgroup_facts::default();
         // SAFETY: By the type invariants of `Req` and `BackingQueue`: the
         // command is live and the value holds a reference on the queue; NULL
         // is accepted.  `f` is writable.
         unsafe { raw::nvmet_cgroup_req_facts(self.ptr.as_ptr(), q, &mut f) };
-        Facts {
+        let facts = Facts {
             read_write: f.read_write,
             deferred: f.deferred,
             kthread_task: f.kthread_task,
             file: f.file,
             queue: QueueFacts::from_raw(&f),
-        }
+        };
+        let state = ReqState {
+            ns_live: f.ns_live,
+            sq_dying: f.sq_dying,
+        };
+        (facts, state)
     }
 
     /// Gives up ownership without completing the command.

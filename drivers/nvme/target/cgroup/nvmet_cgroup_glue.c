@@ -8,6 +8,7 @@
  */
 #include <linux/blk-mq.h>
 #include <linux/cgroup.h>
+#include <linux/kthread.h>
 #include <linux/llist.h>
 #include <linux/magic.h>
 #include <linux/sched.h>
@@ -134,12 +135,18 @@ struct request_queue *nvmet_cgroup_ns_queue(const struct nvmet_ns *ns)
 
 /*
  * The facts the fast path decides from (fast_path.rs says why each one
- * matters).  The queue's flags and elevator are changed with the queue
- * frozen, so they are read holding a usage reference: what is read stays
- * true until the reference is dropped, and a policy enabled later is seen
- * by the next command.  io.cost and io.latency stay registered on a queue
- * once configured; what says whether they throttle is a queue flag each
- * flips with its private switch under that freeze, and nothing else sets:
+ * matters), and the command's state, which the fast path needs next: one
+ * call per command.  The queue's flags and elevator change only with the
+ * queue frozen, and the submission that follows the decision holds no
+ * usage reference of ours, so the flags are read as a snapshot, without
+ * one: a command that read them just before a policy was enabled meets it
+ * fresh (fast_path.rs), as it would if they had been read under a
+ * reference dropped before the submission.  A queue being frozen or dying
+ * counts as unknown (its usage reference is killed first), so that while a
+ * policy is being changed the commands go to the execution context.
+ * io.cost and io.latency stay registered on a queue once configured; what
+ * says whether they throttle is a queue flag each flips with its private
+ * switch under that freeze, and nothing else sets:
  * QUEUE_FLAG_RQ_ALLOC_TIME for iocost, QUEUE_FLAG_BIO_ISSUE_TIME for
  * iolatency.  Which elevator is attached is private to block/; the one that
  * throttles by cgroup, bfq, is the one that sets QUEUE_FLAG_DISABLE_WBT_DEF
@@ -156,13 +163,15 @@ void nvmet_cgroup_req_facts(const struct nvmet_req *req,
 	facts->deferred = nvmet_cgroup_req_deferred(req);
 	facts->kthread_task = in_task() && (current->flags & PF_KTHREAD);
 	facts->file = !!req->ns->file;
+	facts->ns_live = nvmet_cgroup_req_ns_live(req);
+	facts->sq_dying = nvmet_cgroup_req_sq_dying(req);
 }
 
 void nvmet_cgroup_queue_facts(struct request_queue *q,
 			      struct nvmet_cgroup_facts *facts)
 {
 	*facts = (struct nvmet_cgroup_facts) { };
-	if (!q || !percpu_ref_tryget_live(&q->q_usage_counter))
+	if (!q || percpu_ref_is_dying(&q->q_usage_counter))
 		return;
 	facts->queue_live = true;
 	facts->blk_mq = queue_is_mq(q);
@@ -172,7 +181,6 @@ void nvmet_cgroup_queue_facts(struct request_queue *q,
 #ifdef CONFIG_BLK_DEV_THROTTLING
 	facts->throttle = READ_ONCE(q->td);
 #endif
-	percpu_ref_put(&q->q_usage_counter);
 }
 
 /*
@@ -241,44 +249,69 @@ void nvmet_cgroup_put(struct cgroup *cgrp)
 	cgroup_put(cgrp);
 }
 
-void nvmet_cgroup_css_get(struct cgroup_subsys_state *css)
+/*
+ * @cgrp's effective io css: its own, or its nearest ancestor's, that is not
+ * being removed; what cgroup_get_e_css(@cgrp, &io_cgrp_subsys) would find,
+ * without taking a reference.  The caller holds the RCU read lock.
+ * css_is_dying() stands for the css_tryget_online() of cgroup_get_e_css():
+ * kill_css() marks a css dying before it kills its reference.  The root
+ * cgroup's css is never removed, so the walk always ends with one.
+ */
+static struct cgroup_subsys_state *nvmet_cgroup_e_io_css(struct cgroup *cgrp)
 {
-	css_get(css);
-}
+	struct cgroup_subsys_state *e = NULL;
 
-void nvmet_cgroup_css_put(struct cgroup_subsys_state *css)
-{
-	css_put(css);
+	for (; cgrp; cgrp = cgroup_parent(cgrp)) {
+		e = rcu_dereference(cgrp->subsys[io_cgrp_id]);
+		if (e && !css_is_dying(e))
+			break;
+	}
+	return e;
 }
 
 /*
- * Whether @css is the io css that cgroup_get_e_css(@cgrp, &io_cgrp_subsys)
- * would find now: @cgrp's own, or its nearest ancestor's, that is not
- * being removed.  A lane worker keeps its association for the whole run
- * and asks this before each command, so that the next command is charged
- * to a css that appeared (io enabled above @cgrp), and not to one that is
- * dying (io disabled above it, @cgrp removed), whose bios the block layer
- * would send to the root.  No reference is taken: when @cgrp has its own
- * io css, this is one RCU-protected load and a flag test.  css_is_dying()
- * stands for the css_tryget_online() of cgroup_get_e_css(): kill_css()
- * marks a css dying before it kills its reference.
+ * Whether @css is @cgrp's effective io css now.  A lane worker keeps its
+ * association for the whole run and asks this before each command, so that
+ * the next command is charged to a css that appeared (io enabled above
+ * @cgrp), and not to one that is dying (io disabled above it, @cgrp
+ * removed), whose bios the block layer would send to the root.  No
+ * reference is taken: when @cgrp has its own io css, this is one
+ * RCU-protected load and a flag test.
  */
 bool nvmet_cgroup_e_io_css_is(struct cgroup *cgrp,
 			      struct cgroup_subsys_state *css)
 {
-	struct cgroup_subsys_state *e;
-	bool is = false;
+	bool is;
 
 	rcu_read_lock();
-	for (; cgrp; cgrp = cgroup_parent(cgrp)) {
-		e = rcu_dereference(cgrp->subsys[io_cgrp_id]);
-		if (e && !css_is_dying(e)) {
-			is = e == css;
-			break;
-		}
-	}
+	is = nvmet_cgroup_e_io_css(cgrp) == css;
 	rcu_read_unlock();
 	return is;
+}
+
+/*
+ * Associates the current kernel thread with @cgrp's effective io css and
+ * returns that css, on which the association holds the only reference the
+ * module needs: nvmet_cgroup_unassociate() drops it.  The reference is
+ * taken inside the RCU read section in which the css was seen not dying:
+ * css_is_dying() is set before the css's reference is killed, and a killed
+ * percpu reference is only summed, so only reaches zero, after an RCU grace
+ * period that this section holds off.
+ */
+struct cgroup_subsys_state *nvmet_cgroup_associate(struct cgroup *cgrp)
+{
+	struct cgroup_subsys_state *css;
+
+	rcu_read_lock();
+	css = nvmet_cgroup_e_io_css(cgrp);
+	kthread_associate_blkcg(css);
+	rcu_read_unlock();
+	return css;
+}
+
+void nvmet_cgroup_unassociate(void)
+{
+	kthread_associate_blkcg(NULL);
 }
 
 unsigned int nvmet_cgroup_noio_save(void)

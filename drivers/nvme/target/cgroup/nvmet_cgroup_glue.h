@@ -32,6 +32,10 @@ struct nvmet_cgroup_facts {
 	bool	kthread_task;
 	/* the namespace is backed by a file, not a block device */
 	bool	file;
+	/* the namespace still accepts I/O (it is not being disabled) */
+	bool	ns_live;
+	/* the command's submission queue is being deleted */
+	bool	sq_dying;
 	/* the queue is known and live: the fields below describe it */
 	bool	queue_live;
 	/* a blk-mq queue, not a bio-based (stacking) driver */
@@ -84,10 +88,10 @@ bool nvmet_cgroup_reqs_empty(const struct llist_head *list);
 /* static inline helpers and macros of the kernel */
 struct cgroup *nvmet_cgroup_get(struct cgroup *cgrp);
 void nvmet_cgroup_put(struct cgroup *cgrp);
-void nvmet_cgroup_css_get(struct cgroup_subsys_state *css);
-void nvmet_cgroup_css_put(struct cgroup_subsys_state *css);
 bool nvmet_cgroup_e_io_css_is(struct cgroup *cgrp,
 			      struct cgroup_subsys_state *css);
+struct cgroup_subsys_state *nvmet_cgroup_associate(struct cgroup *cgrp);
+void nvmet_cgroup_unassociate(void);
 unsigned int nvmet_cgroup_noio_save(void);
 void nvmet_cgroup_noio_restore(unsigned int flags);
 struct workqueue_struct *nvmet_cgroup_alloc_workqueue(void);
