@@ -73,6 +73,8 @@ TARGETS = (
 # The "transport" of the 128-namespace run's jobs (bench/guest.sh): one
 # aggregate figure, kept apart from the per-path pools.
 SCALE = "scale"
+# io.weight fidelity: a tenant's split through its namespace within 15 % of fio's.
+WEIGHT_TOLERANCE = 0.15
 POINTS_TARGET = ("C IOPS >= V1 + 15 points (x A)", "C", V12_SET, 0.15)
 # The seed measured v12 with cgroup_id set at 0.74-0.76 x stock; a clock on
 # which V1's interval reaches above 0.9 x A does not show that cost.
@@ -327,6 +329,32 @@ def main(raw, out):
         print("\n" + "\n".join(lines))
         report.append("\n".join(lines))
 
+    # weight.csv (weight.sh): "load,weights,tenant,namespaces,fio", the
+    # tenants' IOPS over the 100-tenant's, summed over its rounds.
+    weight = []
+    if os.path.exists(os.path.join(raw, "weight.csv")):
+        with open(os.path.join(raw, "weight.csv")) as f:
+            for l in f:
+                p = l.strip().split(",")
+                if len(p) == 5:
+                    ns, ref = float(p[3]), float(p[4])
+                    weight.append({"load": p[0], "weights": p[1], "tenant": p[2], "namespaces": ns, "fio": ref,
+                                   "deviation": ns / ref - 1 if ref else float("inf")})
+    if weight:
+        lines = ["| target CPUs | io.weight | tenant / w100 | namespaces (nvme-tcp) | fio in the same cgroups | deviation | within 15 % |",
+                 "| --- | --- | --- | ---: | ---: | ---: | --- |"]
+        for w in weight:
+            lines.append("| {} | {} | {} | {:.2f} | {:.2f} | {:+.1f} % | {} |".format(
+                w["load"], w["weights"], w["tenant"], w["namespaces"], w["fio"], 100 * w["deviation"],
+                "yes" if abs(w["deviation"]) <= WEIGHT_TOLERANCE else "no"))
+        lines.append("")
+        lines.append("io.weight fidelity (selftests' weight.sh, host's clock): tenants on one null_blk under io.cost, "
+                     "through their namespaces and then with fio straight on the device in the same cgroups, "
+                     "3 rounds, each tenant's reads from io.stat over one window common to all; busy: a spinning "
+                     "loop per target CPU.")
+        print("\n" + "\n".join(lines))
+        report.append("\n".join(lines))
+
     scale = os.path.join(raw, "scale.csv")
     scale_rows = []
     if os.path.exists(scale):
@@ -432,6 +460,10 @@ def main(raw, out):
         report.append("\n".join(lines))
 
     targets = check_targets(rows, iso)
+    for w in weight:
+        targets.append(("io.weight split within 15 % of fio's", "%s %s %s" % (w["load"], w["weights"], w["tenant"]),
+                        w["namespaces"] / w["fio"] if w["fio"] else 0,
+                        "yes" if abs(w["deviation"]) <= WEIGHT_TOLERANCE else "no"))
     if targets:
         lines = ["| target | worst case | value | met |", "| --- | --- | ---: | --- |"]
         lines += ["| {} | {} | {:.3f} | {} |".format(*t) for t in targets]
@@ -441,6 +473,7 @@ def main(raw, out):
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump({"raw": raw, "clock": clock, "rows": rows, "isolation": iso, "scale": scale_rows, "paths": paths,
+                   "weight": weight,
                    "threads": threads, "comparisons": comps,
                    "pooled_targets": [dict(zip(("target", "n", "gmean", "lo", "hi", "verdict"), t)) for t in ptargets]}, f, indent=1)
     with open(os.path.join(out, "summary.md"), "w") as f:

@@ -25,6 +25,9 @@
 # vs 2.07/4.21, busy 3.13 vs 3.17 and 2.21/4.38 vs 2.12/3.96.  It takes
 # about 11 minutes, so `make check-full` runs it.  Run alone:
 #   scripts/check weight.sh
+# With WEIGHT_CSV=FILE it also appends each split to FILE ("load,weights,
+# tenant,namespaces,fio"): `make bench` runs it in a boot of its own and
+# puts the figures in its tables.
 cd "$(dirname "$0")" || exit 1
 . ./case_lib.sh
 . ./nvmet_lib.sh
@@ -204,6 +207,9 @@ split_like_fio() {
 		awk -v r="$rf" -v w=$((ws[i] * 100 / ws[0])) 'BEGIN { exit !(r * 100 >= 0.75 * w) }' ||
 			fail "fio in the cgroups split w${ws[i]}/w${ws[0]} $rf: io.cost is not splitting" ||
 			return
+		[ -z "${WEIGHT_CSV:-}" ] ||
+			echo "$([ ${#HOGS[@]} -gt 0 ] && echo busy || echo idle),$(IFS=/; echo "${ws[*]}"),w${ws[i]}/w${ws[0]},$rn,$rf" \
+				>> "$WEIGHT_CSV"
 		if within "$rn" "$rf" "$TOLERANCE"; then
 			echo "w${ws[i]}/w${ws[0]}: namespaces $rn, fio $rf: within $TOLERANCE %"
 		else
