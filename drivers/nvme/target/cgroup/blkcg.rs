@@ -34,8 +34,8 @@ impl BlkcgAssociation {
         // SAFETY: By the type invariant of `Cgroup` the cgroup is alive; the
         // glue associates the thread with a css it found alive under RCU,
         // which the association now holds a reference on, and returns it
-        // (never NULL: the root cgroup's css is never removed).  `drop`
-        // clears the association on this thread.
+        // (never NULL: at worst the io root's css).  `drop` clears the
+        // association on this thread.
         let css = unsafe { raw::nvmet_cgroup_associate(cgroup.as_raw()) };
         // INVARIANT: The thread was associated with `css` just above.
         Self {
@@ -51,9 +51,11 @@ impl BlkcgAssociation {
     /// cgroup removed), whose bios the block layer would send to the root
     /// (`bio_associate_blkg` only takes online csses).
     pub(crate) fn is_current(&self, cgroup: &Cgroup) -> bool {
-        // SAFETY: By the type invariants the cgroup and the css are alive;
-        // the glue reads the css pointers of the cgroup and its ancestors
-        // under RCU, and only compares `css` with them.
+        // SAFETY: By the type invariant of `Cgroup` the cgroup is alive; the
+        // glue reads the css pointers of the cgroup and its ancestors under
+        // RCU and only compares `css`'s address with them, which cannot be
+        // another css's: by the type invariant the thread's association
+        // holds a reference on it while this value lives.
         unsafe { raw::nvmet_cgroup_e_io_css_is(cgroup.as_raw(), self.css.as_ptr()) }
     }
 }

@@ -149,8 +149,8 @@ impl Reason {
 /// across the submission (it would wait for the freeze that enables a
 /// policy), so a command that passed just before a policy is enabled meets
 /// it fresh: iolatency starts at an unlimited depth, iocost grants a cgroup
-/// it activates half a period of budget.  Commands checked once the freeze
-/// began go to the execution context (the queue is not live for them).
+/// it activates half a period of budget.  Commands that see the freeze
+/// (the queue's usage reference killed) go to the execution context.
 pub(crate) fn check(f: &Facts) -> Result<(), Reason> {
     if !f.read_write {
         return Err(Reason::NotReadWrite);

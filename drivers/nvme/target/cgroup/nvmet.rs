@@ -99,8 +99,9 @@ pub(crate) struct BackingQueue {
 }
 
 // SAFETY: The value is a counted reference that the glue uses from any
-// thread: it only reads the queue's flags, atomically, and the reference is
-// dropped from any thread.
+// thread: it only loads a few of the queue's fields (flags, `mq_ops`, `td`,
+// the usage counter's state) and dereferences nothing it reads, and the
+// reference is dropped from any thread.
 unsafe impl Send for BackingQueue {}
 // SAFETY: As above: no operation through `&BackingQueue` needs exclusivity.
 unsafe impl Sync for BackingQueue {}

@@ -6,6 +6,7 @@
  * and macros that Rust cannot call.  Exported kernel functions are called
  * from Rust through the kernel crate's bindings, not from here.
  */
+#include <linux/blk-cgroup.h>
 #include <linux/blk-mq.h>
 #include <linux/cgroup.h>
 #include <linux/kthread.h>
@@ -251,22 +252,22 @@ void nvmet_cgroup_put(struct cgroup *cgrp)
 
 /*
  * @cgrp's effective io css: its own, or its nearest ancestor's, that is not
- * being removed; what cgroup_get_e_css(@cgrp, &io_cgrp_subsys) would find,
- * without taking a reference.  The caller holds the RCU read lock.
- * css_is_dying() stands for the css_tryget_online() of cgroup_get_e_css():
- * kill_css() marks a css dying before it kills its reference.  The root
- * cgroup's css is never removed, so the walk always ends with one.
+ * being removed; the caller holds the RCU read lock, and no reference is
+ * taken.  Like cgroup_get_e_css(@cgrp, &io_cgrp_subsys), but stricter: a
+ * css marked dying whose reference is not killed yet is skipped, as the
+ * block layer would send its bios to the root.  With io bound to a v1
+ * hierarchy, no v2 cgroup has an io css: then, as there, the io root's.
  */
 static struct cgroup_subsys_state *nvmet_cgroup_e_io_css(struct cgroup *cgrp)
 {
-	struct cgroup_subsys_state *e = NULL;
+	struct cgroup_subsys_state *e;
 
 	for (; cgrp; cgrp = cgroup_parent(cgrp)) {
 		e = rcu_dereference(cgrp->subsys[io_cgrp_id]);
 		if (e && !css_is_dying(e))
-			break;
+			return e;
 	}
-	return e;
+	return blkcg_root_css;
 }
 
 /*
@@ -291,12 +292,16 @@ bool nvmet_cgroup_e_io_css_is(struct cgroup *cgrp,
 
 /*
  * Associates the current kernel thread with @cgrp's effective io css and
- * returns that css, on which the association holds the only reference the
- * module needs: nvmet_cgroup_unassociate() drops it.  The reference is
- * taken inside the RCU read section in which the css was seen not dying:
- * css_is_dying() is set before the css's reference is killed, and a killed
- * percpu reference is only summed, so only reaches zero, after an RCU grace
- * period that this section holds off.
+ * returns that css (never NULL), on which the association holds the only
+ * reference the module needs: nvmet_cgroup_unassociate() drops it.  The
+ * reference is taken inside the RCU read section in which the css was seen
+ * not dying.  kill_css_sync() marks a css dying before kill_css_finish()
+ * kills its reference, holding one more that css_killed_work_fn() drops
+ * only from an RCU work item, queued after the css was marked dying: a
+ * section that saw it not dying began before that grace period, so its
+ * css_get() comes before that last put; and the css is freed through RCU
+ * work too, so it stays valid meanwhile.  The root css counts no
+ * references (CSS_NO_REF).
  */
 struct cgroup_subsys_state *nvmet_cgroup_associate(struct cgroup *cgrp)
 {
