@@ -43,8 +43,7 @@ unsafe extern "C" fn nvmet_cgroup_rs_ns_enable(ns: *mut raw::nvmet_ns) -> *mut c
     }
 }
 
-/// Namespace disable, once every command of the namespace has completed and
-/// every call to [`nvmet_cgroup_rs_execute`] for it has returned.
+/// Namespace disable, once every command of the namespace has completed.
 ///
 /// # Safety
 ///
@@ -57,14 +56,16 @@ unsafe extern "C" fn nvmet_cgroup_rs_ns_disable(_ns: *mut raw::nvmet_ns, ctx: *m
     ctx.disable();
 }
 
-/// Takes over an I/O command of a namespace with a context.
+/// Takes over an I/O command of a namespace with a context: nvmet's
+/// `execute` of the extension.
 ///
 /// # Safety
 ///
 /// `req` is a parsed command of a namespace whose context is `ctx`; the
-/// command belongs to the extension until it is run or aborted.  nvmet holds
-/// a reference on the namespace until this returns, so its context is not
-/// given back to [`nvmet_cgroup_rs_ns_disable`] meanwhile.
+/// command belongs to the extension until it is run or aborted.  The context
+/// is not given back to [`nvmet_cgroup_rs_ns_disable`] before the command
+/// completes, which it may do as soon as it runs or is queued, before this
+/// returns; nvmet keeps the module's code until then.
 #[no_mangle]
 unsafe extern "C" fn nvmet_cgroup_rs_execute(req: *mut raw::nvmet_req, ctx: *mut c_void) {
     // SAFETY: As required by this function's contract.
@@ -72,11 +73,12 @@ unsafe extern "C" fn nvmet_cgroup_rs_execute(req: *mut raw::nvmet_req, ctx: *mut
     // SAFETY: `ctx` came from `into_foreign`: nvmet stored it in
     // `ns->exec_ctx` before publishing `ns->exec_ext` with a release, and
     // redirected this command only after an acquire load saw `exec_ext`, so
-    // the glue read the pointer `ns_enable` returned and the context it
-    // initialised, on any architecture.  It is not taken back with
-    // `from_foreign` before this call returns (see above).
-    let ctx = unsafe { Context::borrow(ctx) };
-    ctx.submit(req);
+    // it passes the pointer `ns_enable` returned and the context it
+    // initialised, on any architecture.  The borrow ends when `dispatch`
+    // returns, before the command runs or is queued (see above): `Dispatch`
+    // holds nothing of the context.
+    let dispatch = unsafe { Context::borrow(ctx) }.dispatch(req);
+    dispatch.run();
 }
 
 /// Registers the extension with nvmet: from now on, enabling a namespace with
@@ -89,7 +91,8 @@ pub(crate) fn register() -> Result {
 
 /// Unregisters the extension.  No namespace holds a context then: each
 /// enabled one holds a reference on the module, which is only unloaded
-/// without any.
+/// without any.  Returns once every call to [`nvmet_cgroup_rs_execute`] has
+/// returned (nvmet's SRCU).
 pub(crate) fn unregister() {
     // SAFETY: Only called after a successful `register`.
     unsafe { raw::nvmet_cgroup_unregister() }

@@ -411,28 +411,33 @@ impl NsExec {
         )?)
     }
 
-    /// Hands a command to the lane of the current CPU (the deferred lane for
-    /// a command whose backend runs its work here), or runs it in the
-    /// caller's thread where nothing can put that thread to sleep for the
-    /// cgroup (see [`crate::fast_path`]).  nvmet holds a reference on the
-    /// namespace until this returns, so the context outlives the call even if
-    /// the command completes meanwhile.
-    pub(crate) fn submit(&self, req: Req) {
+    /// Decides where a command runs: in the caller's thread where nothing
+    /// can put that thread to sleep for the cgroup (see
+    /// [`crate::fast_path`]), else in the lane of the current CPU (the
+    /// deferred lane for a command whose backend runs its work here).
+    ///
+    /// Only the decision borrows the context: once the command runs or is
+    /// queued it may complete, and the namespace be disabled and this
+    /// context freed, before nvmet's call returns.  So what carries the
+    /// decision out holds what it needs by its own means (the association's
+    /// reference on the css, a clone of the lane's `Arc`), and runs once the
+    /// borrow has ended ([`Dispatch::run`]).
+    pub(crate) fn dispatch(&self, req: Req) -> Dispatch {
         let deferred = if self.mode.reads_facts() {
             let (facts, state) = req.facts(&self.backing);
             if self.mode.decide(&facts).is_ok() {
-                self.run_inline(req, state);
-                return;
+                return Dispatch::inline(req, state, &self.cgroup);
             }
             facts.deferred
         } else {
             req.is_deferred()
         };
-        if deferred {
-            self.deferred_lane().submit(req);
+        let lane = if deferred {
+            self.deferred_lane()
         } else {
-            self.lane().submit(req);
-        }
+            self.lane()
+        };
+        Dispatch(Target::Lane(lane.clone(), req))
     }
 
     /// The lane of the current CPU, made now if this is its first command
@@ -479,32 +484,64 @@ impl NsExec {
         slot.as_ref()
     }
 
-    /// Runs a command in the caller's thread, charged as in a lane; `state`
-    /// was read with the facts that allowed it, just before.
-    fn run_inline(&self, req: Req, state: ReqState) {
-        if state.sq_dying {
-            req.abort();
-            return;
-        }
-        let _noio = NoIo::enter();
-        // As in a lane: a disable waits for the command, don't throttle it.
-        let _charged = state
-            .ns_live
-            .then(|| BlkcgAssociation::associate(&self.cgroup));
-        req.run_inline();
-    }
-
-    /// Tears the context down once every command of the namespace completed
-    /// and every [`NsExec::submit`] returned.
+    /// Tears the context down once every command of the namespace completed.
     ///
     /// It waits for nothing: a worker may still be returning from the
     /// namespace's last command, but it holds its lane (and through it the
     /// cgroup and the queue) by reference, and touches nothing else of the
-    /// namespace.  The module's text outlives it because unloading drains the
-    /// queue first ([`crate::NvmetCgroup`]'s `drop`).  So disabling a
+    /// namespace; so may a call from nvmet in [`Dispatch::run`], which holds
+    /// nothing of the context.  The module's text outlives both: unloading
+    /// drains the queues first ([`crate::NvmetCgroup`]'s `drop`), and
+    /// nvmet waits for its calls when the module unregisters.  So disabling a
     /// namespace, which nvmet does holding `nvmet_config_sem`, costs no more
     /// than in stock nvmet, however many CPUs its lanes were on.
     pub(crate) fn disable(self: KBox<Self>) {
         drop(self);
+    }
+}
+
+/// Where [`NsExec::dispatch`] sends a command, carried out by [`Dispatch::run`]
+/// without the context.
+pub(crate) struct Dispatch(Target);
+
+enum Target {
+    /// Run in the caller's thread, associated with the cgroup (unless the
+    /// namespace is being disabled: `None`) and under `memalloc_noio`, as
+    /// in a lane.  [`Dispatch::run`] ends the association, then the scope.
+    Inline {
+        req: Req,
+        charged: Option<BlkcgAssociation>,
+        noio: NoIo,
+    },
+    /// Aborted: its submission queue is being deleted.
+    Abort(Req),
+    /// Queued to this lane.
+    Lane(Arc<Lane>, Req),
+}
+
+impl Dispatch {
+    /// A command run in the caller's thread, charged as in a lane; `state`
+    /// was read with the facts that allowed it, just before.
+    fn inline(req: Req, state: ReqState, cgroup: &Cgroup) -> Self {
+        if state.sq_dying {
+            return Self(Target::Abort(req));
+        }
+        let noio = NoIo::enter();
+        // As in a lane: a disable waits for the command, don't throttle it.
+        let charged = state.ns_live.then(|| BlkcgAssociation::associate(cgroup));
+        Self(Target::Inline { req, charged, noio })
+    }
+
+    /// Runs, aborts or queues the command.
+    pub(crate) fn run(self) {
+        match self.0 {
+            Target::Inline { req, charged, noio } => {
+                req.run_inline();
+                drop(charged);
+                drop(noio);
+            }
+            Target::Abort(req) => req.abort(),
+            Target::Lane(lane, req) => lane.submit(req),
+        }
     }
 }

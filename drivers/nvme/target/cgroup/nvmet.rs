@@ -111,11 +111,9 @@ impl BackingQueue {
     /// if the queue is not known or is dying.
     pub(crate) fn queue_facts(&self) -> Option<QueueFacts> {
         let q = self.ptr.map_or(core::ptr::null_mut(), NonNull::as_ptr);
-        let mut f = raw::nvmet_cgroup_facts::default();
         // SAFETY: By the type invariant the value holds a reference on the
-        // queue, or it is NULL, which the glue accepts.  `f` is writable.
-        unsafe { raw::nvmet_cgroup_queue_facts(q, &mut f) };
-        QueueFacts::from_raw(&f)
+        // queue, or it is NULL, which the glue accepts.
+        QueueFacts::from_bits(unsafe { raw::nvmet_cgroup_queue_facts(q) })
     }
 }
 
@@ -162,14 +160,16 @@ pub(crate) struct QueueFacts {
 }
 
 impl QueueFacts {
-    /// The queue's part of what the glue read; `None` if it read no queue.
-    fn from_raw(f: &raw::nvmet_cgroup_facts) -> Option<Self> {
-        f.queue_live.then_some(Self {
-            blk_mq: f.blk_mq,
-            iocost: f.iocost,
-            iolatency: f.iolatency,
-            bfq: f.bfq,
-            throttle: f.throttle,
+    /// The queue's part of the facts the glue read; `None` if it read no
+    /// queue.
+    fn from_bits(f: u32) -> Option<Self> {
+        let has = |bit: u32| f & bit != 0;
+        has(raw::NVMET_CGROUP_F_QUEUE_LIVE).then_some(Self {
+            blk_mq: has(raw::NVMET_CGROUP_F_BLK_MQ),
+            iocost: has(raw::NVMET_CGROUP_F_IOCOST),
+            iolatency: has(raw::NVMET_CGROUP_F_IOLATENCY),
+            bfq: has(raw::NVMET_CGROUP_F_BFQ),
+            throttle: has(raw::NVMET_CGROUP_F_THROTTLE),
         })
     }
 }
@@ -235,21 +235,21 @@ impl Req {
     /// or turned off later is seen by the next one.
     pub(crate) fn facts(&self, queue: &BackingQueue) -> (Facts, ReqState) {
         let q = queue.ptr.map_or(core::ptr::null_mut(), NonNull::as_ptr);
-        let mut f = raw::nvmet_cgroup_facts::default();
         // SAFETY: By the type invariants of `Req` and `BackingQueue`: the
         // command is live and the value holds a reference on the queue; NULL
-        // is accepted.  `f` is writable.
-        unsafe { raw::nvmet_cgroup_req_facts(self.ptr.as_ptr(), q, &mut f) };
+        // is accepted.
+        let f = unsafe { raw::nvmet_cgroup_req_facts(self.ptr.as_ptr(), q) };
+        let has = |bit: u32| f & bit != 0;
         let facts = Facts {
-            read_write: f.read_write,
-            deferred: f.deferred,
-            kthread_task: f.kthread_task,
-            file: f.file,
-            queue: QueueFacts::from_raw(&f),
+            read_write: has(raw::NVMET_CGROUP_F_READ_WRITE),
+            deferred: has(raw::NVMET_CGROUP_F_DEFERRED),
+            kthread_task: has(raw::NVMET_CGROUP_F_KTHREAD_TASK),
+            file: has(raw::NVMET_CGROUP_F_FILE),
+            queue: QueueFacts::from_bits(f),
         };
         let state = ReqState {
-            ns_live: f.ns_live,
-            sq_dying: f.sq_dying,
+            ns_live: has(raw::NVMET_CGROUP_F_NS_LIVE),
+            sq_dying: has(raw::NVMET_CGROUP_F_SQ_DYING),
         };
         (facts, state)
     }

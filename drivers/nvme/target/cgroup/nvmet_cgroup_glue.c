@@ -18,16 +18,11 @@
 #include "nvmet.h"
 #include "nvmet_cgroup_glue.h"
 
-static void nvmet_cgroup_execute(struct nvmet_req *req)
-{
-	nvmet_cgroup_rs_execute(req, req->ns->exec_ctx);
-}
-
 static const struct nvmet_exec_ext_ops nvmet_cgroup_ops = {
 	.owner		= THIS_MODULE,
 	.ns_enable	= nvmet_cgroup_rs_ns_enable,
 	.ns_disable	= nvmet_cgroup_rs_ns_disable,
-	.execute	= nvmet_cgroup_execute,
+	.execute	= nvmet_cgroup_rs_execute,
 };
 
 int nvmet_cgroup_register(void)
@@ -135,6 +130,34 @@ struct request_queue *nvmet_cgroup_ns_queue(const struct nvmet_ns *ns)
 }
 
 /*
+ * The queue's part of the facts.  One load of the flags: each policy's bit
+ * is tested in the same snapshot.
+ */
+static inline u32 nvmet_cgroup_q_facts(struct request_queue *q)
+{
+	unsigned long flags;
+	u32 f = NVMET_CGROUP_F_QUEUE_LIVE;
+
+	if (!q || percpu_ref_is_dying(&q->q_usage_counter))
+		return 0;
+	flags = READ_ONCE(q->queue_flags);
+	if (queue_is_mq(q))
+		f |= NVMET_CGROUP_F_BLK_MQ;
+	if (flags & BIT(QUEUE_FLAG_RQ_ALLOC_TIME))
+		f |= NVMET_CGROUP_F_IOCOST;
+	if (flags & BIT(QUEUE_FLAG_BIO_ISSUE_TIME))
+		f |= NVMET_CGROUP_F_IOLATENCY;
+	/* blk_queue_disable_wbt() */
+	if (flags & BIT(QUEUE_FLAG_DISABLE_WBT_DEF))
+		f |= NVMET_CGROUP_F_BFQ;
+#ifdef CONFIG_BLK_DEV_THROTTLING
+	if (READ_ONCE(q->td))
+		f |= NVMET_CGROUP_F_THROTTLE;
+#endif
+	return f;
+}
+
+/*
  * The facts the fast path decides from (fast_path.rs says why each one
  * matters), and the command's state, which the fast path needs next: one
  * call per command.  The queue's flags and elevator change only with the
@@ -153,35 +176,30 @@ struct request_queue *nvmet_cgroup_ns_queue(const struct nvmet_ns *ns)
  * throttles by cgroup, bfq, is the one that sets QUEUE_FLAG_DISABLE_WBT_DEF
  * (wbt off by default), only while it is attached.
  */
-void nvmet_cgroup_req_facts(const struct nvmet_req *req,
-			    struct request_queue *q,
-			    struct nvmet_cgroup_facts *facts)
+u32 nvmet_cgroup_req_facts(const struct nvmet_req *req,
+			   struct request_queue *q)
 {
 	u8 opcode = req->cmd->common.opcode;
+	u32 f = nvmet_cgroup_q_facts(q);
 
-	nvmet_cgroup_queue_facts(q, facts);
-	facts->read_write = opcode == nvme_cmd_read || opcode == nvme_cmd_write;
-	facts->deferred = nvmet_cgroup_req_deferred(req);
-	facts->kthread_task = in_task() && (current->flags & PF_KTHREAD);
-	facts->file = !!req->ns->file;
-	facts->ns_live = nvmet_cgroup_req_ns_live(req);
-	facts->sq_dying = nvmet_cgroup_req_sq_dying(req);
+	if (opcode == nvme_cmd_read || opcode == nvme_cmd_write)
+		f |= NVMET_CGROUP_F_READ_WRITE;
+	if (nvmet_cgroup_req_deferred(req))
+		f |= NVMET_CGROUP_F_DEFERRED;
+	if (in_task() && (current->flags & PF_KTHREAD))
+		f |= NVMET_CGROUP_F_KTHREAD_TASK;
+	if (req->ns->file)
+		f |= NVMET_CGROUP_F_FILE;
+	if (nvmet_cgroup_req_ns_live(req))
+		f |= NVMET_CGROUP_F_NS_LIVE;
+	if (nvmet_cgroup_req_sq_dying(req))
+		f |= NVMET_CGROUP_F_SQ_DYING;
+	return f;
 }
 
-void nvmet_cgroup_queue_facts(struct request_queue *q,
-			      struct nvmet_cgroup_facts *facts)
+u32 nvmet_cgroup_queue_facts(struct request_queue *q)
 {
-	*facts = (struct nvmet_cgroup_facts) { };
-	if (!q || percpu_ref_is_dying(&q->q_usage_counter))
-		return;
-	facts->queue_live = true;
-	facts->blk_mq = queue_is_mq(q);
-	facts->iocost = test_bit(QUEUE_FLAG_RQ_ALLOC_TIME, &q->queue_flags);
-	facts->iolatency = test_bit(QUEUE_FLAG_BIO_ISSUE_TIME, &q->queue_flags);
-	facts->bfq = blk_queue_disable_wbt(q);
-#ifdef CONFIG_BLK_DEV_THROTTLING
-	facts->throttle = READ_ONCE(q->td);
-#endif
+	return nvmet_cgroup_q_facts(q);
 }
 
 /*

@@ -9,6 +9,7 @@
 #ifndef NVMET_CGROUP_GLUE_H
 #define NVMET_CGROUP_GLUE_H
 
+#include <linux/bits.h>
 #include <linux/types.h>
 
 struct nvmet_ns;
@@ -21,33 +22,34 @@ struct request_queue;
 
 /*
  * What the fast path decides from (fast_path.rs): facts about one
- * command, its caller and the queue behind its namespace, read per command.
+ * command, its caller and the queue behind its namespace, read per command
+ * and returned as one word of these bits.
  */
-struct nvmet_cgroup_facts {
+enum nvmet_cgroup_fact {
 	/* a Read or Write command: the ones that submit from ->execute */
-	bool	read_write;
+	NVMET_CGROUP_F_READ_WRITE = BIT(0),
 	/* a command whose backend runs its work in the execution context */
-	bool	deferred;
+	NVMET_CGROUP_F_DEFERRED = BIT(1),
 	/* the caller is a kernel thread in task context */
-	bool	kthread_task;
+	NVMET_CGROUP_F_KTHREAD_TASK = BIT(2),
 	/* the namespace is backed by a file, not a block device */
-	bool	file;
+	NVMET_CGROUP_F_FILE = BIT(3),
 	/* the namespace still accepts I/O (it is not being disabled) */
-	bool	ns_live;
+	NVMET_CGROUP_F_NS_LIVE = BIT(4),
 	/* the command's submission queue is being deleted */
-	bool	sq_dying;
-	/* the queue is known and live: the fields below describe it */
-	bool	queue_live;
+	NVMET_CGROUP_F_SQ_DYING = BIT(5),
+	/* the queue is known and live: the bits below describe it */
+	NVMET_CGROUP_F_QUEUE_LIVE = BIT(8),
 	/* a blk-mq queue, not a bio-based (stacking) driver */
-	bool	blk_mq;
+	NVMET_CGROUP_F_BLK_MQ = BIT(9),
 	/* io.cost is enabled on the queue */
-	bool	iocost;
+	NVMET_CGROUP_F_IOCOST = BIT(10),
 	/* io.latency has a target on the queue */
-	bool	iolatency;
+	NVMET_CGROUP_F_IOLATENCY = BIT(11),
 	/* the queue's elevator is bfq */
-	bool	bfq;
+	NVMET_CGROUP_F_BFQ = BIT(12),
 	/* blk-throttle (io.max) was ever configured on the queue */
-	bool	throttle;
+	NVMET_CGROUP_F_THROTTLE = BIT(13),
 };
 
 /* implemented in Rust (entry.rs) */
@@ -72,12 +74,10 @@ struct request_queue *nvmet_cgroup_ns_queue(const struct nvmet_ns *ns);
 bool nvmet_cgroup_req_ns_live(const struct nvmet_req *req);
 bool nvmet_cgroup_req_sq_dying(const struct nvmet_req *req);
 bool nvmet_cgroup_req_deferred(const struct nvmet_req *req);
-void nvmet_cgroup_req_facts(const struct nvmet_req *req,
-			    struct request_queue *q,
-			    struct nvmet_cgroup_facts *facts);
+u32 nvmet_cgroup_req_facts(const struct nvmet_req *req,
+			   struct request_queue *q);
 /* the queue's part of the facts alone, for the module's status file */
-void nvmet_cgroup_queue_facts(struct request_queue *q,
-			      struct nvmet_cgroup_facts *facts);
+u32 nvmet_cgroup_queue_facts(struct request_queue *q);
 void nvmet_cgroup_req_abort(struct nvmet_req *req);
 void nvmet_cgroup_req_run(struct nvmet_req *req, bool own_ctx);
 bool nvmet_cgroup_req_push(struct llist_head *list, struct nvmet_req *req);

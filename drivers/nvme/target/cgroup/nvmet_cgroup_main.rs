@@ -106,7 +106,9 @@ impl kernel::Module for NvmetCgroup {
 impl Drop for NvmetCgroup {
     fn drop(&mut self) {
         // No namespace holds a context: each enabled one holds a reference on
-        // the module.
+        // the module.  A call from nvmet for a namespace disabled just before
+        // may still be returning through `exec::Dispatch::run` (holding a
+        // lane): nvmet waits for it before this returns.
         entry::unregister();
         let queue = STATE.lock().queue.take();
         // Without the lock: a worker of a namespace disabled just before may
