@@ -502,6 +502,7 @@ impl NsExec {
 
 /// Where [`NsExec::dispatch`] sends a command, carried out by [`Dispatch::run`]
 /// without the context.
+#[must_use = "a command dispatched and never run is aborted"]
 pub(crate) struct Dispatch(Target);
 
 enum Target {

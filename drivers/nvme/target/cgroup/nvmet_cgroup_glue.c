@@ -136,10 +136,11 @@ struct request_queue *nvmet_cgroup_ns_queue(const struct nvmet_ns *ns)
 static inline u32 nvmet_cgroup_q_facts(struct request_queue *q)
 {
 	unsigned long flags;
-	u32 f = NVMET_CGROUP_F_QUEUE_LIVE;
+	u32 f;
 
 	if (!q || percpu_ref_is_dying(&q->q_usage_counter))
 		return 0;
+	f = NVMET_CGROUP_F_QUEUE_LIVE;
 	flags = READ_ONCE(q->queue_flags);
 	if (queue_is_mq(q))
 		f |= NVMET_CGROUP_F_BLK_MQ;

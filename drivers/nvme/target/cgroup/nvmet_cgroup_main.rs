@@ -108,7 +108,7 @@ impl Drop for NvmetCgroup {
         // No namespace holds a context: each enabled one holds a reference on
         // the module.  A call from nvmet for a namespace disabled just before
         // may still be returning through `exec::Dispatch::run` (holding a
-        // lane): nvmet waits for it before this returns.
+        // lane): `unregister` returns only once it has.
         entry::unregister();
         let queue = STATE.lock().queue.take();
         // Without the lock: a worker of a namespace disabled just before may
