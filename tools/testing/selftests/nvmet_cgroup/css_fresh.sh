@@ -48,6 +48,10 @@ cd "$(dirname "$0")" || exit 1
 NQN=nqn.2026-11.io.nvmet-cgroup:rmdir
 NQN_RUN=nqn.2026-11.io.nvmet-cgroup:rmdir-run
 RUNTIME=${RMDIR_RUNTIME:-12}
+# rest_of_run: how long the change may take while the workers are held, and
+# the helper's longest hold, well beyond it and what comes before the change
+CHANGE_S=10
+MAX_HOLD_MS=25000
 HOLD=/sys/module/nvmet_cgroup_hold/parameters
 TRACE=/sys/kernel/debug/tracing
 STALE_PROBE='r:nvmet_cgroup_test/stale nvmet_cgroup:nvmet_cgroup_e_io_css_is current=$retval:u8'
@@ -130,6 +134,7 @@ run_bind() {
 		echo 0 > /proc/sys/debug/kprobes-optimization || return
 		# installed by scripts/vm; in a kernel tree, built beside this test
 		modprobe -q nvmet_cgroup_hold || insmod test_modules/nvmet_cgroup_hold.ko || return
+		echo "$MAX_HOLD_MS" > "$HOLD/max_hold_ms" || return
 		echo "$STALE_PROBE" >> "$TRACE/kprobe_events" || fail "cannot add the kretprobe" || return
 		echo 'current == 0' > "$STALE_EVENT/filter" || return
 		nullb_create nullb1 256 && subsys_create "$NQN_RUN" &&
@@ -150,7 +155,7 @@ run_bind() {
 # after the change that COUNTED missed, and the commands held (which passed
 # the check before the change, so may go to the old css).
 run_try() {
-	local counted=rmdir/$1 dev pid cpid d0 dt st d1 s1 h0 t0 missed spanned held
+	local counted=rmdir/$1 dev pid cpid d0 dt st d1 s1 h0 t0 end missed spanned held
 	shift
 	dev=$(host_dev "$NQN_RUN" 1) || return
 	h0=$(cat "$HOLD/holds") && t0=$(cat "$HOLD/timeouts") || return
@@ -173,11 +178,21 @@ run_try() {
 	dt=$(nullb_reads nullb1); st=$(cg_stat "$counted" /dev/nullb1 rios)
 	"$@" &
 	cpid=$!
-	wait_for 3 eval '! kill -0 $cpid 2>/dev/null'
+	# The change completes while the workers are held: it waits for none of
+	# them.  Under emulation it has taken over 3 s by itself, with the held
+	# workers spinning on every CPU (at the lowest priority).
+	end=$((SECONDS + CHANGE_S))
+	while kill -0 $cpid 2>/dev/null && [ "$SECONDS" -lt "$end" ]; do
+		sleep 0.1
+	done
+	if kill -0 $cpid 2>/dev/null; then
+		echo 0 > "$HOLD/hold"; wait $cpid; wait $pid
+		fail "the change waited for the held workers (over $CHANGE_S s)"; return
+	fi
 	echo 0 > "$HOLD/hold"
 	wait $cpid || { wait $pid; fail "$* failed"; return; }
 	[ "$(cat "$HOLD/timeouts")" = "$t0" ] ||
-		{ wait $pid; fail "the hold timed out: the change waited for the held workers"; return; }
+		{ wait $pid; fail "a hold ran into max_hold_ms before the case released it"; return; }
 	wait $pid || fail "fio failed after the change" || return
 	echo 0 > "$STALE_EVENT/enable"
 	spanned=$(grep -c ' stale: ' "$TRACE/trace")
