@@ -6,8 +6,10 @@
 # thread on the fast path, in B's lane with fast_path=0).  Meanwhile
 # disabling another namespace A with a cgroup, and a discovery started with
 # it, must both return before B's first read completes: then neither waited
-# for B's commands, and nothing global is held across B's execution.  (The
-# earlier global SRCU made both wait until B's read completed.)
+# for B's commands.  (An earlier global SRCU, synchronized at every disable,
+# made both wait until B's read completed; the SRCU-fast section nvmet
+# holds across ->execute now is synchronized only when the module
+# unregisters.)
 # The criterion is that order, counted on the device (its completed reads
 # do not change while A is disabled and the discovery runs), not a time
 # limit: under emulation with KASAN a discovery alone has taken 8 s on a
