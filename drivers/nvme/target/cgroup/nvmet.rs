@@ -110,11 +110,20 @@ impl BackingQueue {
     /// The queue's facts now, without a command (for the status file); `None`
     /// if the queue is not known or is dying.
     pub(crate) fn queue_facts(&self) -> Option<QueueFacts> {
-        let q = self.ptr.map_or(core::ptr::null_mut(), NonNull::as_ptr);
         // SAFETY: By the type invariant the value holds a reference on the
         // queue, or it is NULL, which the glue accepts.
-        QueueFacts::from_bits(unsafe { raw::nvmet_cgroup_queue_facts(q) })
+        QueueFacts::from_bits(unsafe { raw::nvmet_cgroup_queue_facts(self.as_raw()) })
     }
+
+    /// The queue, or NULL if none is known: what the glue's facts calls take.
+    fn as_raw(&self) -> *mut bindings::request_queue {
+        self.ptr.map_or(core::ptr::null_mut(), NonNull::as_ptr)
+    }
+}
+
+/// Whether the facts word `f` the glue returned has `bit` set.
+fn has(f: u32, bit: u32) -> bool {
+    f & bit != 0
 }
 
 impl Drop for BackingQueue {
@@ -163,13 +172,12 @@ impl QueueFacts {
     /// The queue's part of the facts the glue read; `None` if it read no
     /// queue.
     fn from_bits(f: u32) -> Option<Self> {
-        let has = |bit: u32| f & bit != 0;
-        has(raw::NVMET_CGROUP_F_QUEUE_LIVE).then_some(Self {
-            blk_mq: has(raw::NVMET_CGROUP_F_BLK_MQ),
-            iocost: has(raw::NVMET_CGROUP_F_IOCOST),
-            iolatency: has(raw::NVMET_CGROUP_F_IOLATENCY),
-            bfq: has(raw::NVMET_CGROUP_F_BFQ),
-            throttle: has(raw::NVMET_CGROUP_F_THROTTLE),
+        has(f, raw::NVMET_CGROUP_F_QUEUE_LIVE).then_some(Self {
+            blk_mq: has(f, raw::NVMET_CGROUP_F_BLK_MQ),
+            iocost: has(f, raw::NVMET_CGROUP_F_IOCOST),
+            iolatency: has(f, raw::NVMET_CGROUP_F_IOLATENCY),
+            bfq: has(f, raw::NVMET_CGROUP_F_BFQ),
+            throttle: has(f, raw::NVMET_CGROUP_F_THROTTLE),
         })
     }
 }
@@ -234,22 +242,20 @@ impl Req {
     /// command's state, in one call.  Read per command, so a policy enabled
     /// or turned off later is seen by the next one.
     pub(crate) fn facts(&self, queue: &BackingQueue) -> (Facts, ReqState) {
-        let q = queue.ptr.map_or(core::ptr::null_mut(), NonNull::as_ptr);
         // SAFETY: By the type invariants of `Req` and `BackingQueue`: the
         // command is live and the value holds a reference on the queue; NULL
         // is accepted.
-        let f = unsafe { raw::nvmet_cgroup_req_facts(self.ptr.as_ptr(), q) };
-        let has = |bit: u32| f & bit != 0;
+        let f = unsafe { raw::nvmet_cgroup_req_facts(self.ptr.as_ptr(), queue.as_raw()) };
         let facts = Facts {
-            read_write: has(raw::NVMET_CGROUP_F_READ_WRITE),
-            deferred: has(raw::NVMET_CGROUP_F_DEFERRED),
-            kthread_task: has(raw::NVMET_CGROUP_F_KTHREAD_TASK),
-            file: has(raw::NVMET_CGROUP_F_FILE),
+            read_write: has(f, raw::NVMET_CGROUP_F_READ_WRITE),
+            deferred: has(f, raw::NVMET_CGROUP_F_DEFERRED),
+            kthread_task: has(f, raw::NVMET_CGROUP_F_KTHREAD_TASK),
+            file: has(f, raw::NVMET_CGROUP_F_FILE),
             queue: QueueFacts::from_bits(f),
         };
         let state = ReqState {
-            ns_live: has(raw::NVMET_CGROUP_F_NS_LIVE),
-            sq_dying: has(raw::NVMET_CGROUP_F_SQ_DYING),
+            ns_live: has(f, raw::NVMET_CGROUP_F_NS_LIVE),
+            sq_dying: has(f, raw::NVMET_CGROUP_F_SQ_DYING),
         };
         (facts, state)
     }
