@@ -84,7 +84,14 @@ queued_in_the_context_aborted() {	# TRANSPORT
 	local dev ctrl pid start aborts rc=0 ns2=$NVMET_CFS/subsystems/$NQN/namespaces/2
 	# the previous transport's case ended with namespace 2 disabled
 	[ "$(cat "$ns2/enable")" = 1 ] || echo 1 > "$ns2/enable" || return
-	host_connect "$1" "$NQN" && dev=$(host_dev "$NQN" 2) || return
+	# A keep-alive timeout of 60 s, not 5: with commands completing two a
+	# second, the host sends no keep-alive (traffic-based) and the target
+	# hears a command only when one completes, so a guest that stalls for
+	# 5 s (its clock follows the host's, which was seen twice as slow on
+	# 2026-12-06) has the target tear the controller down before the reset
+	# this case is about (seen over loop: "keep-alive timer (5 seconds)
+	# expired!", the host's controller removed, the reset ENETRESET).
+	host_connect "$1" "$NQN" --keep-alive-tmo=60 && dev=$(host_dev "$NQN" 2) || return
 	ctrl=${dev#/dev/}; ctrl=${ctrl%n*}
 	echo > "$TRACE/trace" && echo 1 > "$ABORT_EVENT/enable" || return
 	fio --name=q --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=libaio \

@@ -13,7 +13,9 @@
 # (one per CPU) carry N's commands, whichever CPU Q's job runs on.
 # Rates come from a calibration in the same boot: Q's rate is a quarter of
 # what it reaches alone at qd1, the io.cost model twice Q's rate.
-# It runs over each of NVMET_LONG_TRANSPORTS in turn, calibrated on each.  The
+# It runs over each of ISOLATION_TRANSPORTS (by default
+# NVMET_LONG_TRANSPORTS; make check gives tcp only) in turn, calibrated on
+# each.  The
 # inline_assoc=1 control fails the check only where the transport runs
 # many commands in one thread (tcp's io_work, rdma's completion queue
 # work); nvme-loop and nvme-fcloop hand each command to a work item of its
@@ -32,13 +34,15 @@ RUNTIME=${ISO_RUNTIME:-10}
 KEEP_PCT=90
 STATE=/tmp/isolation.rate
 
+TRANSPORTS=${ISOLATION_TRANSPORTS:-$NVMET_LONG_TRANSPORTS}
+
 setup() {
 	modprobe nvmet && nullb_create nullb0 1024 &&
 	cg_create iso/noisy && cg_create iso/quiet &&
 	echo "default 25" > "$CG/iso/noisy/io.weight" &&
 	echo "default 100" > "$CG/iso/quiet/io.weight" &&
 	subsys_create "$NQN" && ns_create "$NQN" 1 /dev/nullb0 && ns_create "$NQN" 2 /dev/nullb0 &&
-	ports_create "$NVMET_LONG_TRANSPORTS" "$NQN"
+	ports_create "$TRANSPORTS" "$NQN"
 }
 
 # the control that must fail the check over TRANSPORT (see the top)
@@ -135,12 +139,12 @@ teardown() {
 	local d
 	d=$(devnum /dev/nullb0)
 	echo "$d enable=0" > "$CG/io.cost.qos"
-	ports_destroy "$NVMET_LONG_TRANSPORTS" && subsys_destroy "$NQN" && rmmod nvmet_cgroup &&
+	ports_destroy "$TRANSPORTS" && subsys_destroy "$NQN" && rmmod nvmet_cgroup &&
 	cg_remove iso && nullb_destroy nullb0 && rmmod null_blk
 }
 
 ktap_print_header
-read -ra trs <<< "$NVMET_LONG_TRANSPORTS"
+read -ra trs <<< "$TRANSPORTS"
 ktap_set_plan $((2 + 3 * ${#trs[@]}))
 run_case "setup" setup
 for tr in "${trs[@]}"; do

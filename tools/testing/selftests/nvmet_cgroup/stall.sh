@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Per-namespace lifetimes: a namespace B with a cgroup on a device that
-# completes one request at a time, each after 20 s, has two reads in
+# completes one request at a time, each after STALL_S, has two reads in
 # execution: one on the device, one waiting for its tag (in the transport's
 # thread on the fast path, in B's lane with fast_path=0).  Meanwhile
 # disabling another namespace A with a cgroup, and a discovery started with
@@ -26,7 +26,12 @@ cd "$(dirname "$0")" || exit 1
 NQN_A=nqn.2026-11.io.nvmet-cgroup:stall-a
 NQN_B=nqn.2026-11.io.nvmet-cgroup:stall-b
 NS_A=$NVMET_CFS/subsystems/$NQN_A/namespaces/1
-STALL_S=20
+# 15 s: the disable and the discovery, which must both return before B's
+# first read completes, took 0.6 and 1.9 s here (8 s for a discovery once,
+# on a slow host); each stall is paid about 8 times in the test (the
+# partition reads when nullb0 is made and at each connect, two reads a
+# round), which took 205 s with 20 s stalls.
+STALL_S=15
 
 ms_now() {
 	echo $(($(date +%s%N) / 1000000))
@@ -89,7 +94,7 @@ round() {
 	ns_create "$NQN_A" 1 /dev/nullb1 cgroup_id="$(cg_id stall/a)" &&
 	host_connect tcp "$NQN_B" && host_connect tcp "$NQN_A" &&
 	dev=$(host_dev "$NQN_B" 1) || return
-	# B's second read waits 2 x STALL_S: past the host's default 30 s
+	# B's second read waits 2 x STALL_S: up to the host's default 30 s
 	echo 120000 > "/sys/block/${dev#/dev/}/queue/io_timeout" || return
 
 	read -r d0 t0 <<< "$(disable_and_discover)" && [ -n "$t0" ] || return
