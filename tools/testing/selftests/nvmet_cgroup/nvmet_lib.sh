@@ -32,8 +32,9 @@ FCLOOP=/sys/class/fcloop/ctl
 NVMET_TRANSPORTS=${NVMET_TRANSPORTS:-loop tcp rdma fc}
 # The transports of the long per-transport cases (iomax.sh, iocost.sh,
 # isolation.sh, abort.sh): NVMET_TRANSPORTS, but `make check` gives
-# "loop tcp" to stay within its time; their rdma and fc runs are in
-# `make check-full`, like faults.sh.  charge.sh runs over all four in both.
+# "loop tcp" to stay within its time (and isolation.sh tcp alone, through
+# ISOLATION_TRANSPORTS); their rdma and fc runs are in `make check-full`,
+# like faults.sh.  charge.sh runs over all four in both.
 NVMET_LONG_TRANSPORTS=${NVMET_LONG_TRANSPORTS:-$NVMET_TRANSPORTS}
 
 fail() {

@@ -75,14 +75,19 @@ slab_kb() {
 # workqueue pools' kworkers: those come and go with the load and the idle
 # timer of their pools (a make check counted 6 fewer tasks after enabling
 # without cgroups than before), and are shared by every work item, so no
-# design has one per namespace.  A thread per namespace (a kthread, or a
-# workqueue's rescuer) has a name of its own and is counted.
+# design has one per namespace.  A thread per namespace is counted: a
+# kthread has a name of its own, and a workqueue's rescuer (what v12 pays
+# per namespace) is "kworker/R-NAME" since Linux 6.10.
 tasks() {
 	local d c n=0
 	for d in /proc/[0-9]*; do
 		# a task may exit between the glob and the read
 		read -r c 2> /dev/null < "$d/comm" || continue
-		case "$c" in kworker/*) ;; *) n=$((n + 1)) ;; esac
+		case "$c" in
+		kworker/R-*) n=$((n + 1)) ;;
+		kworker/*) ;;
+		*) n=$((n + 1)) ;;
+		esac
 	done
 	echo "$n"
 }
