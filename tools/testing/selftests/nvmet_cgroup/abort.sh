@@ -21,7 +21,7 @@ NQN=nqn.2026-11.io.nvmet-cgroup:abort
 
 setup() {
 	modprobe nvmet_cgroup && nullb_create nullb0 256 && cg_create abort &&
-	echo "$(devnum /dev/nullb0) riops=50" > "$CG/abort/io.max" &&
+	io_set abort io.max /dev/nullb0 riops=50 &&
 	subsys_create "$NQN" &&
 	ns_create "$NQN" 1 /dev/nullb0 cgroup_id="$(cg_id abort)" &&
 	ports_create "$NVMET_LONG_TRANSPORTS" "$NQN"
@@ -29,7 +29,7 @@ setup() {
 
 disconnect_with_queued_commands() {	# TRANSPORT
 	local dev pid
-	echo "$(devnum /dev/nullb0) riops=50" > "$CG/abort/io.max" &&
+	io_set abort io.max /dev/nullb0 riops=50 &&
 	host_connect "$1" "$NQN" && dev=$(host_dev "$NQN" 1) || return
 	# --thread: one process, so that killing it ends the job too
 	fio --name=q --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=libaio \
@@ -46,7 +46,7 @@ disable_enable_again() {	# TRANSPORT
 	timeout 30 bash -c "echo 0 > $NVMET_CFS/subsystems/$NQN/namespaces/1/enable" ||
 		fail "disable hung" || return
 	echo 1 > "$NVMET_CFS/subsystems/$NQN/namespaces/1/enable" || return
-	echo "$(devnum /dev/nullb0) riops=max" > "$CG/abort/io.max" &&
+	io_set abort io.max /dev/nullb0 riops=max &&
 	host_connect "$1" "$NQN" && dev=$(host_dev "$NQN" 1) && fio_verify "$dev" &&
 	host_disconnect "$NQN"
 }

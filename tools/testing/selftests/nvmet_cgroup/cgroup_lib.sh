@@ -37,6 +37,34 @@ devnum() {
 	echo "$((16#${d%%:*})):$((16#${d##*:}))"
 }
 
+# blkg_prime PATH DEV: unless the cgroup has a line for DEV in io.stat
+# already (its blkg exists), a 4 KiB direct read of DEV from a process in
+# it, so that its blkg on DEV (and its ancestors') exists before a per-device
+# io.max, io.latency or io.weight line is first written there.  For a cgroup
+# without one, 7.3's blkg_conf_prep() preloads radix tree nodes with
+# GFP_KERNEL under q->blkcg_mutex, which blkcg_activate_policy() takes
+# inside a queue freeze (the first io.max or io.latency line on a disk):
+# lockdep reports that inversion whenever the per-CPU preload pool needs a
+# page, at random (a make check's boot 1 in CI, 2026-12-06; systemd's own
+# io.max write in systemd.sh before).  The block layer's locking, not the
+# module's: priming keeps each console a check of the module.  The read is
+# charged to the cgroup, before anything a test measures.
+blkg_prime() {
+	grep -q "^$(devnum "$2") " "$CG/$1/io.stat" 2>/dev/null && return 0
+	sh -c "echo \$\$ > '$CG/$1/cgroup.procs' &&
+		exec dd if='$2' of=/dev/null bs=4k count=1 iflag=direct status=none" ||
+		fail "cannot read $2 from cgroup $1"
+}
+
+# io_set PATH FILE DEV SETTINGS: write "MAJ:MIN SETTINGS" for DEV to the
+# cgroup's FILE (io.max, io.latency or io.weight), its blkg primed first.
+io_set() {
+	local d
+	d=$(devnum "$3") || return
+	blkg_prime "$1" "$3" || return
+	echo "$d $4" > "$CG/$1/$2"
+}
+
 # cg_stat PATH DEV FIELD: one io.stat counter of a cgroup for a device (0 if
 # the cgroup has no line for it, or no io.stat: no io css of its own).
 cg_stat() {

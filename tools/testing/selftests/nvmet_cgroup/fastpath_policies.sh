@@ -18,8 +18,8 @@ NQN=nqn.2026-11.io.nvmet-cgroup:fastpath-policies
 iomax_keeps_bdev_inline_moves_file() {
 	local d
 	for d in nullb0:bdev nullb1:file; do
-		echo "$(devnum "/dev/${d%%:*}") riops=1000000 wiops=1000000" \
-			> "$CG/fastpath/${d#*:}/io.max" || return
+		io_set "fastpath/${d#*:}" io.max "/dev/${d%%:*}" "riops=1000000 wiops=1000000" ||
+			return
 	done
 	fp_expect "$NQN" 1 inline "bdev, io.max on nullb0" &&
 	fp_expect "$NQN" 2 context "file, io.max on nullb1"
@@ -27,7 +27,7 @@ iomax_keeps_bdev_inline_moves_file() {
 
 # io.latency on nullb0: namespace 1 moves to the context
 iolatency_moves_bdev_to_the_context() {
-	echo "$(devnum /dev/nullb0) target=100000" > "$CG/fastpath/bdev/io.latency" || return
+	io_set fastpath/bdev io.latency /dev/nullb0 target=100000 || return
 	fp_expect "$NQN" 1 context "bdev, io.latency on nullb0"
 }
 
@@ -37,7 +37,7 @@ iolatency_moves_bdev_to_the_context() {
 iolatency_removed_runs_inline() {
 	local state=/sys/kernel/debug/block/nullb0/state
 	grep -q BIO_ISSUE_TIME "$state" || fail "no BIO_ISSUE_TIME in $state: $(cat "$state")" || return
-	echo "$(devnum /dev/nullb0) target=max" > "$CG/fastpath/bdev/io.latency" || return
+	io_set fastpath/bdev io.latency /dev/nullb0 target=max || return
 	wait_for 10 eval "! grep -q BIO_ISSUE_TIME $state" ||
 		fail "io.latency still enabled on nullb0: $(cat "$state")" || return
 	fp_expect "$NQN" 1 inline "bdev, io.latency target removed on nullb0"

@@ -209,7 +209,7 @@ load_stop_all() {
 }
 
 load_limit() {	# CGROUP DEVICE: the load's io.max
-	echo "$(devnum "/dev/$2") riops=$LOAD_IOPS wiops=$LOAD_IOPS" > "$CG/$1/io.max"
+	io_set "$1" io.max "/dev/$2" "riops=$LOAD_IOPS wiops=$LOAD_IOPS"
 }
 
 setup() {
@@ -477,16 +477,16 @@ disconnect_reconnect_throttled() {
 	r=$(rounds 2 30)
 	[ "$r" -ge ${#trs[@]} ] || r=${#trs[@]}
 	announce disconnect_reconnect_throttled "$r"
-	echo "$(devnum /dev/nullb4) riops=50" > "$CG/faults/thr/io.max" &&
-	echo "$(devnum /dev/nullb1) riops=50" > "$CG/faults/thr/io.max" || return
+	io_set faults/thr io.max /dev/nullb4 riops=50 &&
+	io_set faults/thr io.max /dev/nullb1 riops=50 || return
 	load_start_all || return
 	for ((i = 0; i < r; i++)); do
 		tr=${trs[i % ${#trs[@]}]}
 		disconnect_round "$tr" || { load_stop_all; return 1; }
 	done
 	load_stop_all || return
-	echo "$(devnum /dev/nullb4) riops=max" > "$CG/faults/thr/io.max" &&
-	echo "$(devnum /dev/nullb1) riops=max" > "$CG/faults/thr/io.max" &&
+	io_set faults/thr io.max /dev/nullb4 riops=max &&
+	io_set faults/thr io.max /dev/nullb1 riops=max &&
 	host_connect tcp "$NQN_D" && patterns_intact D 1 2 && host_disconnect "$NQN_D"
 }
 

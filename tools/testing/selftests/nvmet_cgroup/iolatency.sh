@@ -26,13 +26,11 @@ RUNTIME=${IOLAT_RUNTIME:-90}
 DEBUG_STATS=/sys/module/blk_cgroup/parameters/blkcg_debug_stats
 
 setup() {
-	local d
 	modprobe nvmet_cgroup &&
 	nullb_create nullb0 256 irqmode=2 completion_nsec=2000000 hw_queue_depth=4 &&
 	echo 1 > "$DEBUG_STATS" &&
 	cg_create iolat/protected && cg_create iolat/noisy || return
-	d=$(devnum /dev/nullb0)
-	echo "$d target=1000" > "$CG/iolat/protected/io.latency" || return
+	io_set iolat/protected io.latency /dev/nullb0 target=1000 || return
 	subsys_create "$NQN" &&
 	ns_create "$NQN" 1 /dev/nullb0 cgroup_id="$(cg_id iolat/protected)" &&
 	ns_create "$NQN" 2 /dev/nullb0 cgroup_id="$(cg_id iolat/noisy)" &&

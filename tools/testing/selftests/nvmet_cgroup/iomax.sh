@@ -66,7 +66,7 @@ limit_test() {
 	local cg=$1 backing=$2 dev=$3 where=$4 key=$5 rw=$6 bs=$7 field unl lim limit out tol
 	local st inline ctx
 	case "$key" in *iops) field=1 ;; *) field=2 ;; esac
-	echo "$(devnum "$backing") riops=max wiops=max rbps=max wbps=max" > "$CG/$cg/io.max" || return
+	io_set "$cg" io.max "$backing" "riops=max wiops=max rbps=max wbps=max" || return
 	out=$(fio_job "$dev" "$rw" "$bs" --time_based --runtime="$UNLIMITED_RUNTIME" --ramp_time=1) || return
 	unl=$(echo "$out" | cut -d' ' -f$field)
 	case "$key" in *iops) limit=$((unl / 2)) ;; *) limit=$((unl / 4)) ;; esac

@@ -150,7 +150,7 @@ io_latency_holds_the_tenant() {
 	local hd d pid total depth
 	DISK=$(passthru_disk "$NQN") && hd=$(host_dev "$NQN" 1) && d=$(devnum "$DISK") || return
 	echo 1 > /sys/module/blk_cgroup/parameters/blkcg_debug_stats &&
-	echo "$d target=1" > "$CG/pt/tenant/io.latency" || return
+	io_set pt/tenant io.latency "$DISK" target=1 || return
 	( echo "$BASHPID" > "$CG/pt/other/cgroup.procs" &&
 	  fio_job "$DISK" randread 4k --time_based --runtime=12 --offset=512M > /dev/null ) &
 	pid=$!
@@ -159,7 +159,7 @@ io_latency_holds_the_tenant() {
 	wait $pid
 	echo "pt/tenant: $(grep "^$d " "$CG/pt/tenant/io.stat")"
 	echo "pt/other: $(grep "^$d " "$CG/pt/other/io.stat")"
-	echo "$d target=max" > "$CG/pt/tenant/io.latency"
+	io_set pt/tenant io.latency "$DISK" target=max
 	echo 0 > /sys/module/blk_cgroup/parameters/blkcg_debug_stats
 	[ -n "$total" ] && [ "$total" -gt 0 ] ||
 		fail "io.latency timed none of the tenant's commands (total=$total)" || return

@@ -55,6 +55,7 @@ setup() {
 configure_and_save() {
 	"$CLI" bind "$NQN" 1 --cgroup tenants/a --create --reenable &&
 	"$CLI" bind "$NQN" 2 --slice tenants-b.slice --create --reenable &&
+	blkg_prime tenants/a /dev/nullb0 && blkg_prime tenants.slice/tenants-b.slice /dev/nullb1 &&
 	"$CLI" limit "$NQN" 1 --riops $RIOPS --wbps $WBPS &&
 	"$CLI" limit "$NQN" 2 --rbps $RBPS &&
 	"$CLI" save "$SAVED" || return

@@ -40,6 +40,8 @@ setup() {
 save_records_the_stack() {
 	"$CLI" bind "$NQN" 1 --cgroup stack/a --create --reenable &&
 	"$CLI" bind "$NQN" 2 --cgroup stack/b --create --reenable &&
+	blkg_prime stack/a "/dev/mapper/$DM" && blkg_prime stack/a /dev/nullb0 &&
+	blkg_prime stack/b /dev/nullb1 &&
 	"$CLI" limit "$NQN" 1 --riops 500 && "$CLI" limit "$NQN" 2 --riops 700 &&
 	"$CLI" save "$SAVED" || return
 	cat "$SAVED"
@@ -54,8 +56,8 @@ dm_rebuilt_over_another_disk_is_refused() {
 	local out st
 	echo 0 > "$NS/1/enable" && echo 0 > "$NS/1/cgroup_id" && echo 0 > "$NS/2/enable" &&
 	echo 0 > "$NS/2/cgroup_id" && echo 1 > "$NS/2/enable" || return
-	echo "$(devnum /dev/nullb0) riops=max" > "$CG/stack/a/io.max" &&
-	echo "$(devnum /dev/nullb1) riops=max" > "$CG/stack/b/io.max" || return
+	io_set stack/a io.max /dev/nullb0 riops=max &&
+	io_set stack/b io.max /dev/nullb1 riops=max || return
 	dmsetup remove --noudevsync "$DM" && dm_over /dev/nullb2 || return
 	out=$("$CLI" restore "$SAVED" 2>&1)
 	st=$?

@@ -31,20 +31,6 @@ limits_in_io_max() {
 		fail "expected riops=500 and wbps=10000000"
 }
 
-# blkg_prime CGROUP: a 4 KiB direct read of nullb0 from a process in
-# CGROUP, so that its blkg on nullb0 exists before io.max is first written
-# there.  For a cgroup without one, 7.3's blkg_conf_prep() preloads radix
-# tree nodes with GFP_KERNEL under q->blkcg_mutex, which blk_throtl_init()
-# takes inside a queue freeze: lockdep reports that inversion whenever the
-# per-CPU preload pool needs a page (once in this boot's runs so far, in
-# systemd's own io.max write).  The block layer's locking, not the
-# module's: priming keeps the console a check of the module.
-blkg_prime() {
-	sh -c "echo \$\$ > '$CG/$1/cgroup.procs' &&
-		exec dd if=/dev/nullb0 of=/dev/null bs=4k count=1 iflag=direct status=none" ||
-		fail "cannot read nullb0 from $1"
-}
-
 setup() {
 	cli_built || return
 	[ "$(cat /proc/1/comm)" = systemd ] && [ -d /run/systemd/system ] ||
@@ -56,7 +42,7 @@ setup() {
 
 bind_and_limit_through_systemd() {
 	"$CLI" bind "$NQN" 1 --slice "$SLICE" --create --reenable &&
-	blkg_prime "$A" &&
+	blkg_prime "$A" /dev/nullb0 &&
 	"$CLI" limit "$NQN" 1 --riops 500 --wbps 10M || return
 	[ "$(cat "$NS/1/cgroup_id")" = "$(cg_id $A)" ] || fail "not bound to $A" || return
 	limits_in_io_max || return
@@ -82,8 +68,7 @@ direct_writes_are_undone_by_systemd() {
 	local line
 	systemctl start other-x.slice || return
 	echo +io > "$CG/other.slice/cgroup.subtree_control" &&
-	blkg_prime other.slice/other-x.slice &&
-	echo "$(devnum /dev/nullb0) riops=100" > "$CG/other.slice/other-x.slice/io.max" || return
+	io_set other.slice/other-x.slice io.max /dev/nullb0 riops=100 || return
 	line=$(grep "^$(devnum /dev/nullb0) " "$CG/other.slice/other-x.slice/io.max")
 	echo "written behind systemd's back: other.slice +io, other-x.slice io.max: $line"
 	systemctl daemon-reload && systemctl start other-y.slice || return
