@@ -4,7 +4,7 @@
 # (building that kernel first if it is stale); `make check` runs the tests
 # CI runs, `make check-full` every case (the fault matrix, the long
 # cases over rdma and fc, weight.sh, isolation.sh over loop, install.sh,
-# and on the debug kernel what make check runs on Debian's only; `make
+# rescuer_iomax.sh, and on the debug kernel what make check runs on Debian's only; `make
 # check-long`: the fault matrix with its full rounds);
 # `make demo` shows a throttled namespace in the VM; `make install` installs
 # the module and the nvmet-cgroup CLI built before, with its files, and
@@ -68,7 +68,7 @@ check:
 
 # Every case: make check's, plus the fault matrix (short rounds), the long
 # per-transport cases over rdma and fc, weight.sh, isolation.sh over loop,
-# install.sh, and iocost.sh, reboot.sh and all of iomax.sh on the debug
+# install.sh, rescuer_iomax.sh, and iocost.sh, reboot.sh and all of iomax.sh on the debug
 # kernel (scripts/check says why).
 check-full:
 	CHECK_FULL=1 scripts/check
