@@ -48,12 +48,18 @@ devnum() {
 # page, at random (a make check's boot 1 in CI, 2026-12-06; systemd's own
 # io.max write in systemd.sh before).  The block layer's locking, not the
 # module's: priming keeps each console a check of the module.  The read is
-# charged to the cgroup, before anything a test measures.
+# charged to the cgroup, before anything a test measures.  io.stat has a
+# line for every blkg of the cgroup, counters zero or not; the read's
+# blkg_lookup_create() can fall back to an ancestor's blkg (GFP_NOWAIT), so
+# the line is checked for after it.
 blkg_prime() {
-	grep -q "^$(devnum "$2") " "$CG/$1/io.stat" 2>/dev/null && return 0
+	local d
+	d=$(devnum "$2") || return
+	grep -q "^$d " "$CG/$1/io.stat" 2>/dev/null && return 0
 	sh -c "echo \$\$ > '$CG/$1/cgroup.procs' &&
 		exec dd if='$2' of=/dev/null bs=4k count=1 iflag=direct status=none" ||
-		fail "cannot read $2 from cgroup $1"
+		fail "cannot read $2 from cgroup $1" || return
+	grep -q "^$d " "$CG/$1/io.stat" || fail "cgroup $1 has no blkg on $2 after reading it"
 }
 
 # io_set PATH FILE DEV SETTINGS: write "MAJ:MIN SETTINGS" for DEV to the

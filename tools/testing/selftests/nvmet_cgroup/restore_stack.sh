@@ -40,8 +40,7 @@ setup() {
 save_records_the_stack() {
 	"$CLI" bind "$NQN" 1 --cgroup stack/a --create --reenable &&
 	"$CLI" bind "$NQN" 2 --cgroup stack/b --create --reenable &&
-	blkg_prime stack/a "/dev/mapper/$DM" && blkg_prime stack/a /dev/nullb0 &&
-	blkg_prime stack/b /dev/nullb1 &&
+	blkg_prime stack/a /dev/nullb0 && blkg_prime stack/b /dev/nullb1 &&
 	"$CLI" limit "$NQN" 1 --riops 500 && "$CLI" limit "$NQN" 2 --riops 700 &&
 	"$CLI" save "$SAVED" || return
 	cat "$SAVED"
