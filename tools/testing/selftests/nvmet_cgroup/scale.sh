@@ -18,9 +18,7 @@
 # - While the 1024 are disabled one after another, connects (to a
 #   subsystem of its own, with one I/O queue) and discoveries take at most
 #   1 s longer (median of SAMPLES) than during the same disables without
-#   cgroups, the pass with them scaled to the reference's speed (a
-#   speed probe before and after each pass's disables; under emulation the
-#   host's load changes it between passes): nvmet disables a namespace holding nvmet_config_sem, which
+#   cgroups: nvmet disables a namespace holding nvmet_config_sem, which
 #   every connect and discovery takes, so what a disable waits for (other
 #   namespaces' work, many per-CPU work items) would show there.  Not 1 s
 #   in all: under emulation a discovery alone has taken 8 s (stall.sh).
@@ -208,28 +206,10 @@ median() {	# median N...
 	printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"
 }
 
-# speed_probe: the guest's speed now, as how long (us) a fixed loop of
-# shell arithmetic takes, the median of three.  Under emulation the host's
-# load sets it: on 2026-12-06 the pass with cgroups' enables took 1.44 x
-# as long as the reference's after it in the same boot, against 1.13 x on
-# a steady host, and its connects' median was 2.4 s longer.
-speed_probe() {
-	local r i x t0 runs=()
-	for r in 1 2 3; do
-		x=0
-		now_us; t0=$NOW_US
-		for ((i = 0; i < 5000; i++)); do x=$((x + i % 7)); done
-		now_us
-		runs+=($((NOW_US - t0)))
-	done
-	median "${runs[@]}"
-}
-
 # disable_all_sampled WITH: disable every namespace in the background while
 # connects and discoveries are timed; saves their medians
 disable_all_sampled() {
-	local pid i c=() d=() running p0 p1
-	p0=$(speed_probe)
+	local pid i c=() d=() running
 	( lat_reset; for_each_ns ns_disable || exit 1; lat_report "disable $1 cgroups" > "$STATE/lat-$1" ) &
 	pid=$!
 	sleep 1
@@ -241,11 +221,8 @@ disable_all_sampled() {
 	done
 	kill -0 "$pid" 2>/dev/null && running=1 || running=0
 	wait $pid || fail "disabling the namespaces failed" || return
-	p1=$(speed_probe)
 	cat "$STATE/lat-$1"
-	echo "during the disables $1 cgroups: connect and disconnect ${c[*]} ms, discovery ${d[*]} ms;" \
-	     "speed probe $p0 us before, $p1 us after"
-	save "speed-$1" $(((p0 + p1) / 2))
+	echo "during the disables $1 cgroups: connect and disconnect ${c[*]} ms, discovery ${d[*]} ms"
 	[ "$running" = 1 ] ||
 		fail "the disables ended before the samples did: the case did not reach its path" || return
 	save "connect-$1" "$(median "${c[@]}")"
@@ -273,7 +250,7 @@ without_cgroups() {
 }
 
 module_costs() {
-	local per sw swo cw dw
+	local per
 	per=$(( ($(load slab-with) - $(load slab-without)) * 1024 / NR_NS ))
 	echo "slab of $NR_NS enabled namespaces: $(load slab-with) KiB with cgroups," \
 	     "$(load slab-without) KiB without: the module's cost is $per bytes per namespace on $(nproc) CPUs"
@@ -282,22 +259,13 @@ module_costs() {
 	echo "medians during the disables: connect $(load connect-with) ms with cgroups," \
 	     "$(load connect-without) ms without; discovery $(load discover-with) ms," \
 	     "$(load discover-without) ms"
-	# The pass with cgroups timed at the reference's speed: scaled by the
-	# speed probes' ratio, kept within 1/2 and 2 (a stall of the control
-	# path, what this is about, is tens of seconds: no ratio hides it)
-	sw=$(load speed-with) swo=$(load speed-without)
-	[ "$sw" -le $((2 * swo)) ] || sw=$((2 * swo))
-	[ "$((2 * sw))" -ge "$swo" ] || sw=$(((swo + 1) / 2))
-	cw=$(($(load connect-with) * swo / sw)) dw=$(($(load discover-with) * swo / sw))
-	echo "speed probes: $(load speed-with) us with cgroups, $swo us without; at the" \
-	     "reference's speed the pass with cgroups took connect $cw ms, discovery $dw ms"
 	[ "$per" -le "$MAX_NS_BYTES" ] || fail "a namespace costs the module $per bytes, more than $MAX_NS_BYTES" || return
 	# no thread per namespace (kworkers not counted, see tasks())
 	[ "$(load tasks-with)" -le $(($(load tasks-without) + 2)) ] ||
 		fail "enabling with cgroups made more tasks than without" || return
-	[ "$cw" -le $(($(load connect-without) + 1000)) ] ||
+	[ "$(load connect-with)" -le $(($(load connect-without) + 1000)) ] ||
 		fail "connects took over 1 s longer during the disables with cgroups" || return
-	[ "$dw" -le $(($(load discover-without) + 1000)) ] ||
+	[ "$(load discover-with)" -le $(($(load discover-without) + 1000)) ] ||
 		fail "discoveries took over 1 s longer during the disables with cgroups"
 }
 
