@@ -22,7 +22,10 @@
 #   every connect and discovery takes, so what a disable waits for (other
 #   namespaces' work, many per-CPU work items) would show there.  Not 1 s
 #   in all: under emulation a discovery alone has taken 8 s (stall.sh).
-#   The case fails if the disables ended before the samples did.
+#   The case fails if the disables ended before the samples did.  If the
+#   first pair of passes misses the bound, a second pair runs in the other
+#   order and the means of the two pairs are compared, so that a host whose
+#   speed drifts between passes weighs on both sides.
 # - Then, enabled again with cgroups, SAMPLE namespaces of the one
 #   subsystem a host connects to over nvme-tcp (one I/O queue per reader),
 #   read from SAMPLE_CPUS CPUs, made lanes on at least two CPUs (lanes >= 3).
@@ -49,6 +52,9 @@ SAMPLES=5
 # reuses slabs the first one freed), so a lane is about 1.4 KiB here and
 # one per CPU puts a namespace well above this
 MAX_NS_BYTES=16384
+# How much longer a connect or a discovery may take during the disables
+# with cgroups (a negative value checks the case itself: it must fail)
+SLACK_MS=${SCALE_SLACK_MS:-1000}
 STATUS=/sys/kernel/debug/nvmet_cgroup/namespaces
 STATE=/tmp/scale-state
 
@@ -263,10 +269,36 @@ module_costs() {
 	# no thread per namespace (kworkers not counted, see tasks())
 	[ "$(load tasks-with)" -le $(($(load tasks-without) + 2)) ] ||
 		fail "enabling with cgroups made more tasks than without" || return
-	[ "$(load connect-with)" -le $(($(load connect-without) + 1000)) ] ||
-		fail "connects took over 1 s longer during the disables with cgroups" || return
-	[ "$(load discover-with)" -le $(($(load discover-without) + 1000)) ] ||
-		fail "discoveries took over 1 s longer during the disables with cgroups"
+	control_path_within_1s 2> /dev/null && return
+	# The host's speed can drift between two passes a few minutes apart
+	# (a make check saw this pass's enables take 1.44 x the reference's,
+	# where a steady host gives 1.13 x, and its connects 2.4 s more).  A
+	# second pair in the other order, without cgroups first, puts the
+	# same drift on the other side; the means of the two pairs are
+	# compared.  A delay that is the module's shows in both pairs.
+	echo "over $SLACK_MS ms longer with cgroups: a second pair of passes, without cgroups first"
+	local cw cwo dw dwo
+	cw=$(load connect-with) && cwo=$(load connect-without) &&
+	dw=$(load discover-with) && dwo=$(load discover-without) || return
+	enable_all without && disable_all_sampled without && enable_all with && disable_all_sampled with ||
+		return
+	mean_with_first_pair connect-with "$cw" && mean_with_first_pair connect-without "$cwo" &&
+	mean_with_first_pair discover-with "$dw" && mean_with_first_pair discover-without "$dwo" || return
+	echo "means of the two pairs: connect $(load connect-with) ms with cgroups," \
+	     "$(load connect-without) ms without; discovery $(load discover-with) ms," \
+	     "$(load discover-without) ms"
+	control_path_within_1s
+}
+
+control_path_within_1s() {
+	[ "$(load connect-with)" -le $(($(load connect-without) + SLACK_MS)) ] ||
+		fail "connects took over $SLACK_MS ms longer during the disables with cgroups" || return
+	[ "$(load discover-with)" -le $(($(load discover-without) + SLACK_MS)) ] ||
+		fail "discoveries took over $SLACK_MS ms longer during the disables with cgroups"
+}
+
+mean_with_first_pair() {	# mean_with_first_pair NAME FIRST: NAME := (NAME + FIRST) / 2
+	save "$1" $((($(load "$1") + $2) / 2))
 }
 
 # lanes_of NSID: the lanes of namespace NSID of the first subsystem
