@@ -59,6 +59,7 @@ use crate::{
     cgroup_id,
     exec_queue::{ExecQueues, Sleeps},
     fast_path::Mode,
+    inline_scope::InlineScope,
     noio::NoIo,
     nvmet::{BackingQueue, Namespace, Req, ReqBatch, ReqList, ReqState},
     status::Registration,
@@ -428,7 +429,7 @@ impl NsExec {
             if self.mode.decide(&facts).is_ok() {
                 return Dispatch::inline(req, state, &self.cgroup);
             }
-            facts.deferred
+            facts.deferred()
         } else {
             req.is_deferred()
         };
@@ -509,11 +510,7 @@ enum Target {
     /// Run in the caller's thread, associated with the cgroup (unless the
     /// namespace is being disabled: `None`) and under `memalloc_noio`, as
     /// in a lane.  [`Dispatch::run`] ends the association, then the scope.
-    Inline {
-        req: Req,
-        charged: Option<BlkcgAssociation>,
-        noio: NoIo,
-    },
+    Inline { req: Req, scope: InlineScope },
     /// Aborted: its submission queue is being deleted.
     Abort(Req),
     /// Queued to this lane.
@@ -527,20 +524,15 @@ impl Dispatch {
         if state.sq_dying {
             return Self(Target::Abort(req));
         }
-        let noio = NoIo::enter();
         // As in a lane: a disable waits for the command, don't throttle it.
-        let charged = state.ns_live.then(|| BlkcgAssociation::associate(cgroup));
-        Self(Target::Inline { req, charged, noio })
+        let scope = InlineScope::enter(cgroup, state.ns_live);
+        Self(Target::Inline { req, scope })
     }
 
     /// Runs, aborts or queues the command.
     pub(crate) fn run(self) {
         match self.0 {
-            Target::Inline { req, charged, noio } => {
-                req.run_inline();
-                drop(charged);
-                drop(noio);
-            }
+            Target::Inline { req, scope } => scope.run(req),
             Target::Abort(req) => req.abort(),
             Target::Lane(lane, req) => lane.submit(req),
         }

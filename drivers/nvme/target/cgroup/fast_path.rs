@@ -56,13 +56,7 @@ impl Mode {
         queue: Option<QueueFacts>,
         file: bool,
     ) -> Result<(), Reason> {
-        self.decide(&Facts {
-            read_write: true,
-            deferred: false,
-            kthread_task: true,
-            file,
-            queue,
-        })
+        self.decide(&Facts::read_write_from_kthread(queue).with_file(file))
     }
 
     /// How the status file names this mode (the module parameters' view).
@@ -80,8 +74,8 @@ impl Mode {
         match self {
             Self::Lanes => Err(Reason::FastPathOff),
             Self::FastPath => check(f),
-            Self::Inline if f.deferred => Err(Reason::NotReadWrite),
-            Self::Inline if f.kthread_task => Ok(()),
+            Self::Inline if f.deferred() => Err(Reason::NotReadWrite),
+            Self::Inline if f.kthread_task() => Ok(()),
             Self::Inline => Err(Reason::NotKthread),
         }
     }
@@ -152,22 +146,22 @@ impl Reason {
 /// it activates half a period of budget.  Commands that see the freeze
 /// (the queue's usage reference killed) go to the execution context.
 pub(crate) fn check(f: &Facts) -> Result<(), Reason> {
-    if !f.read_write {
+    if !f.read_write() {
         return Err(Reason::NotReadWrite);
     }
-    if !f.kthread_task {
+    if !f.kthread_task() {
         return Err(Reason::NotKthread);
     }
-    let q = f.queue.ok_or(Reason::QueueUnknown)?;
-    if !q.blk_mq {
+    let q = f.queue().ok_or(Reason::QueueUnknown)?;
+    if !q.blk_mq() {
         Err(Reason::BioBased)
-    } else if q.iocost {
+    } else if q.iocost() {
         Err(Reason::IoCost)
-    } else if q.iolatency {
+    } else if q.iolatency() {
         Err(Reason::IoLatency)
-    } else if q.bfq {
+    } else if q.bfq() {
         Err(Reason::Bfq)
-    } else if f.file && q.throttle {
+    } else if f.file() && q.throttle() {
         Err(Reason::FileIoMax)
     } else {
         Ok(())
@@ -179,75 +173,34 @@ mod tests {
     use super::*;
 
     /// A bdev Read or Write from a kthread on a plain blk-mq queue.
-    const PLAIN: Facts = Facts {
-        read_write: true,
-        deferred: false,
-        kthread_task: true,
-        file: false,
-        queue: Some(QueueFacts {
-            blk_mq: true,
-            iocost: false,
-            iolatency: false,
-            bfq: false,
-            throttle: false,
-        }),
-    };
+    const PLAIN: Facts = Facts::read_write_from_kthread(Some(QueueFacts::PLAIN));
 
-    fn with_queue(change: fn(&mut QueueFacts)) -> Facts {
-        let mut f = PLAIN;
-        if let Some(q) = f.queue.as_mut() {
-            change(q);
-        }
-        f
+    fn with_queue(change: fn(QueueFacts) -> QueueFacts) -> Facts {
+        PLAIN.with_queue(PLAIN.queue().map(change))
     }
 
     #[test]
     fn each_fact_decides() {
-        let file = Facts {
-            file: true,
-            ..PLAIN
-        };
         let cases: [(Facts, Result<(), Reason>); 12] = [
             (PLAIN, Ok(())),
-            (file, Ok(())),
-            (with_queue(|q| q.throttle = true), Ok(())),
+            (PLAIN.with_file(true), Ok(())),
+            (with_queue(|q| q.with_throttle(true)), Ok(())),
+            (PLAIN.with_read_write(false), Err(Reason::NotReadWrite)),
+            (PLAIN.with_kthread_task(false), Err(Reason::NotKthread)),
+            (PLAIN.with_queue(None), Err(Reason::QueueUnknown)),
+            (with_queue(|q| q.with_blk_mq(false)), Err(Reason::BioBased)),
+            (with_queue(|q| q.with_iocost(true)), Err(Reason::IoCost)),
             (
-                Facts {
-                    read_write: false,
-                    ..PLAIN
-                },
-                Err(Reason::NotReadWrite),
+                with_queue(|q| q.with_iolatency(true)),
+                Err(Reason::IoLatency),
             ),
+            (with_queue(|q| q.with_bfq(true)), Err(Reason::Bfq)),
             (
-                Facts {
-                    kthread_task: false,
-                    ..PLAIN
-                },
-                Err(Reason::NotKthread),
-            ),
-            (
-                Facts {
-                    queue: None,
-                    ..PLAIN
-                },
-                Err(Reason::QueueUnknown),
-            ),
-            (with_queue(|q| q.blk_mq = false), Err(Reason::BioBased)),
-            (with_queue(|q| q.iocost = true), Err(Reason::IoCost)),
-            (with_queue(|q| q.iolatency = true), Err(Reason::IoLatency)),
-            (with_queue(|q| q.bfq = true), Err(Reason::Bfq)),
-            (
-                Facts {
-                    file: true,
-                    ..with_queue(|q| q.throttle = true)
-                },
+                with_queue(|q| q.with_throttle(true)).with_file(true),
                 Err(Reason::FileIoMax),
             ),
             (
-                Facts {
-                    read_write: false,
-                    ..with_queue(|q| q.iocost = true)
-                },
+                with_queue(|q| q.with_iocost(true)).with_read_write(false),
                 Err(Reason::NotReadWrite),
             ),
         ];
@@ -258,23 +211,15 @@ mod tests {
 
     #[test]
     fn each_mode_decides() {
-        let softirq = Facts {
-            kthread_task: false,
-            ..PLAIN
-        };
-        let iocost = with_queue(|q| q.iocost = true);
+        let softirq = PLAIN.with_kthread_task(false);
+        let iocost = with_queue(|q| q.with_iocost(true));
         // A file's Flush: its work runs where the command runs.
-        let deferred = Facts {
-            read_write: false,
-            deferred: true,
-            file: true,
-            ..PLAIN
-        };
+        let deferred = PLAIN
+            .with_read_write(false)
+            .with_deferred(true)
+            .with_file(true);
         // A block device's Flush: it submits its bio and returns.
-        let bdev_flush = Facts {
-            read_write: false,
-            ..PLAIN
-        };
+        let bdev_flush = PLAIN.with_read_write(false);
         let cases: [(Mode, Facts, Result<(), Reason>); 12] = [
             (Mode::Lanes, PLAIN, Err(Reason::FastPathOff)),
             (Mode::FastPath, PLAIN, Ok(())),
@@ -286,10 +231,7 @@ mod tests {
             (Mode::Inline, softirq, Err(Reason::NotKthread)),
             (
                 Mode::Inline,
-                Facts {
-                    kthread_task: false,
-                    ..iocost
-                },
+                iocost.with_kthread_task(false),
                 Err(Reason::NotKthread),
             ),
             // A file's Flush, DSM, Write Zeroes: charged only in the
@@ -304,9 +246,12 @@ mod tests {
         }
         // What the status file reports: a Read or Write from a transport's
         // kernel thread, given the queue alone.
-        assert_eq!(Mode::FastPath.decide_read_write(PLAIN.queue, false), Ok(()));
         assert_eq!(
-            Mode::FastPath.decide_read_write(iocost.queue, false),
+            Mode::FastPath.decide_read_write(PLAIN.queue(), false),
+            Ok(())
+        );
+        assert_eq!(
+            Mode::FastPath.decide_read_write(iocost.queue(), false),
             Err(Reason::IoCost)
         );
         assert_eq!(
@@ -314,10 +259,13 @@ mod tests {
             Err(Reason::QueueUnknown)
         );
         assert_eq!(
-            Mode::Lanes.decide_read_write(PLAIN.queue, false),
+            Mode::Lanes.decide_read_write(PLAIN.queue(), false),
             Err(Reason::FastPathOff)
         );
-        assert_eq!(Mode::Inline.decide_read_write(iocost.queue, false), Ok(()));
+        assert_eq!(
+            Mode::Inline.decide_read_write(iocost.queue(), false),
+            Ok(())
+        );
         assert_eq!(Mode::from_parameters(true, false), Mode::FastPath);
         assert_eq!(Mode::from_parameters(false, false), Mode::Lanes);
         assert_eq!(Mode::from_parameters(false, true), Mode::Inline);

@@ -122,7 +122,7 @@ impl BackingQueue {
 }
 
 /// Whether the facts word `f` the glue returned has `bit` set.
-fn has(f: u32, bit: u32) -> bool {
+const fn has(f: u32, bit: u32) -> bool {
     f & bit != 0
 }
 
@@ -137,48 +137,167 @@ impl Drop for BackingQueue {
 
 /// What the fast path decides from: facts about one command, its caller and
 /// the queue behind its namespace (see [`crate::fast_path`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Facts {
+///
+/// Kept as the one word of bits the glue returns, read through the
+/// methods: deciding is then a few bit tests on the fast path, where a
+/// struct of `bool`s cost it some thirty instructions per command to unpack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Facts(u32);
+
+/// The bits of [`Facts`] that describe the queue ([`QueueFacts`]).
+const QUEUE_BITS: u32 = raw::NVMET_CGROUP_F_QUEUE_LIVE
+    | raw::NVMET_CGROUP_F_BLK_MQ
+    | raw::NVMET_CGROUP_F_IOCOST
+    | raw::NVMET_CGROUP_F_IOLATENCY
+    | raw::NVMET_CGROUP_F_BFQ
+    | raw::NVMET_CGROUP_F_THROTTLE;
+
+/// `f` with `bit` set if `on`, cleared if not.
+const fn with_bit(f: u32, bit: u32, on: bool) -> u32 {
+    if on {
+        f | bit
+    } else {
+        f & !bit
+    }
+}
+
+impl Facts {
+    /// A Read or Write from a kernel thread in task context, of a block
+    /// device namespace, whose queue is `queue` (`None`: not known).
+    pub(crate) const fn read_write_from_kthread(queue: Option<QueueFacts>) -> Self {
+        let q = match queue {
+            Some(q) => q.0,
+            None => 0,
+        };
+        Self(raw::NVMET_CGROUP_F_READ_WRITE | raw::NVMET_CGROUP_F_KTHREAD_TASK | q)
+    }
+
     /// A Read or Write command: the ones that submit their bios from
     /// `execute`.
-    pub(crate) read_write: bool,
+    pub(crate) const fn read_write(self) -> bool {
+        has(self.0, raw::NVMET_CGROUP_F_READ_WRITE)
+    }
+
     /// The backend runs the command's work synchronously in the execution
     /// context (a file's Flush, DSM and Write Zeroes, zone management).
-    pub(crate) deferred: bool,
+    pub(crate) const fn deferred(self) -> bool {
+        has(self.0, raw::NVMET_CGROUP_F_DEFERRED)
+    }
+
     /// The caller is a kernel thread in task context.
-    pub(crate) kthread_task: bool,
+    pub(crate) const fn kthread_task(self) -> bool {
+        has(self.0, raw::NVMET_CGROUP_F_KTHREAD_TASK)
+    }
+
     /// The namespace is backed by a file, not a block device.
-    pub(crate) file: bool,
+    pub(crate) const fn file(self) -> bool {
+        has(self.0, raw::NVMET_CGROUP_F_FILE)
+    }
+
     /// The queue behind the namespace, if it is known and live.
-    pub(crate) queue: Option<QueueFacts>,
+    pub(crate) const fn queue(self) -> Option<QueueFacts> {
+        QueueFacts::from_bits(self.0)
+    }
+
+    /// These facts with [`Facts::read_write`] set to `on`.
+    pub(crate) const fn with_read_write(self, on: bool) -> Self {
+        Self(with_bit(self.0, raw::NVMET_CGROUP_F_READ_WRITE, on))
+    }
+
+    /// These facts with [`Facts::deferred`] set to `on`.
+    pub(crate) const fn with_deferred(self, on: bool) -> Self {
+        Self(with_bit(self.0, raw::NVMET_CGROUP_F_DEFERRED, on))
+    }
+
+    /// These facts with [`Facts::kthread_task`] set to `on`.
+    pub(crate) const fn with_kthread_task(self, on: bool) -> Self {
+        Self(with_bit(self.0, raw::NVMET_CGROUP_F_KTHREAD_TASK, on))
+    }
+
+    /// These facts with [`Facts::file`] set to `on`.
+    pub(crate) const fn with_file(self, on: bool) -> Self {
+        Self(with_bit(self.0, raw::NVMET_CGROUP_F_FILE, on))
+    }
+
+    /// These facts with [`Facts::queue`] set to `queue`.
+    pub(crate) const fn with_queue(self, queue: Option<QueueFacts>) -> Self {
+        let q = match queue {
+            Some(q) => q.0,
+            None => 0,
+        };
+        Self(self.0 & !QUEUE_BITS | q)
+    }
 }
 
-/// The policies of the queue behind a namespace, as one command saw them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct QueueFacts {
-    /// A blk-mq queue, not a bio-based (stacking) driver.
-    pub(crate) blk_mq: bool,
-    /// io.cost is enabled.
-    pub(crate) iocost: bool,
-    /// io.latency has a target.
-    pub(crate) iolatency: bool,
-    /// The elevator is bfq.
-    pub(crate) bfq: bool,
-    /// blk-throttle (io.max) was ever configured.
-    pub(crate) throttle: bool,
-}
+/// The policies of the queue behind a namespace, as one command saw them:
+/// the queue's bits of the glue's word, [`raw::NVMET_CGROUP_F_QUEUE_LIVE`]
+/// set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct QueueFacts(u32);
 
 impl QueueFacts {
+    /// A live blk-mq queue with no policy that can sleep a submitter.
+    pub(crate) const PLAIN: Self =
+        Self(raw::NVMET_CGROUP_F_QUEUE_LIVE | raw::NVMET_CGROUP_F_BLK_MQ);
+
     /// The queue's part of the facts the glue read; `None` if it read no
     /// queue.
-    fn from_bits(f: u32) -> Option<Self> {
-        has(f, raw::NVMET_CGROUP_F_QUEUE_LIVE).then_some(Self {
-            blk_mq: has(f, raw::NVMET_CGROUP_F_BLK_MQ),
-            iocost: has(f, raw::NVMET_CGROUP_F_IOCOST),
-            iolatency: has(f, raw::NVMET_CGROUP_F_IOLATENCY),
-            bfq: has(f, raw::NVMET_CGROUP_F_BFQ),
-            throttle: has(f, raw::NVMET_CGROUP_F_THROTTLE),
-        })
+    const fn from_bits(f: u32) -> Option<Self> {
+        if has(f, raw::NVMET_CGROUP_F_QUEUE_LIVE) {
+            Some(Self(f & QUEUE_BITS))
+        } else {
+            None
+        }
+    }
+
+    /// A blk-mq queue, not a bio-based (stacking) driver.
+    pub(crate) const fn blk_mq(self) -> bool {
+        has(self.0, raw::NVMET_CGROUP_F_BLK_MQ)
+    }
+
+    /// io.cost is enabled.
+    pub(crate) const fn iocost(self) -> bool {
+        has(self.0, raw::NVMET_CGROUP_F_IOCOST)
+    }
+
+    /// io.latency has a target.
+    pub(crate) const fn iolatency(self) -> bool {
+        has(self.0, raw::NVMET_CGROUP_F_IOLATENCY)
+    }
+
+    /// The elevator is bfq.
+    pub(crate) const fn bfq(self) -> bool {
+        has(self.0, raw::NVMET_CGROUP_F_BFQ)
+    }
+
+    /// blk-throttle (io.max) was ever configured.
+    pub(crate) const fn throttle(self) -> bool {
+        has(self.0, raw::NVMET_CGROUP_F_THROTTLE)
+    }
+
+    /// This queue with [`QueueFacts::blk_mq`] set to `on`.
+    pub(crate) const fn with_blk_mq(self, on: bool) -> Self {
+        Self(with_bit(self.0, raw::NVMET_CGROUP_F_BLK_MQ, on))
+    }
+
+    /// This queue with [`QueueFacts::iocost`] set to `on`.
+    pub(crate) const fn with_iocost(self, on: bool) -> Self {
+        Self(with_bit(self.0, raw::NVMET_CGROUP_F_IOCOST, on))
+    }
+
+    /// This queue with [`QueueFacts::iolatency`] set to `on`.
+    pub(crate) const fn with_iolatency(self, on: bool) -> Self {
+        Self(with_bit(self.0, raw::NVMET_CGROUP_F_IOLATENCY, on))
+    }
+
+    /// This queue with [`QueueFacts::bfq`] set to `on`.
+    pub(crate) const fn with_bfq(self, on: bool) -> Self {
+        Self(with_bit(self.0, raw::NVMET_CGROUP_F_BFQ, on))
+    }
+
+    /// This queue with [`QueueFacts::throttle`] set to `on`.
+    pub(crate) const fn with_throttle(self, on: bool) -> Self {
+        Self(with_bit(self.0, raw::NVMET_CGROUP_F_THROTTLE, on))
     }
 }
 
@@ -246,13 +365,7 @@ impl Req {
         // command is live and the value holds a reference on the queue; NULL
         // is accepted.
         let f = unsafe { raw::nvmet_cgroup_req_facts(self.ptr.as_ptr(), queue.as_raw()) };
-        let facts = Facts {
-            read_write: has(f, raw::NVMET_CGROUP_F_READ_WRITE),
-            deferred: has(f, raw::NVMET_CGROUP_F_DEFERRED),
-            kthread_task: has(f, raw::NVMET_CGROUP_F_KTHREAD_TASK),
-            file: has(f, raw::NVMET_CGROUP_F_FILE),
-            queue: QueueFacts::from_bits(f),
-        };
+        let facts = Facts(f);
         let state = ReqState {
             ns_live: has(f, raw::NVMET_CGROUP_F_NS_LIVE),
             sq_dying: has(f, raw::NVMET_CGROUP_F_SQ_DYING),
@@ -260,8 +373,9 @@ impl Req {
         (facts, state)
     }
 
-    /// Gives up ownership without completing the command.
-    fn into_raw(self) -> *mut raw::nvmet_req {
+    /// Gives up ownership without completing the command: the caller hands
+    /// it back to nvmet.
+    pub(crate) fn into_raw(self) -> *mut raw::nvmet_req {
         ManuallyDrop::new(self).ptr.as_ptr()
     }
 
@@ -275,12 +389,6 @@ impl Req {
     pub(crate) fn run(self) {
         // SAFETY: By the type invariant; the command goes back to nvmet.
         unsafe { raw::nvmet_cgroup_req_run(self.into_raw(), true) }
-    }
-
-    /// Runs the command's own `execute` in the caller's (transport's) context.
-    pub(crate) fn run_inline(self) {
-        // SAFETY: By the type invariant; the command goes back to nvmet.
-        unsafe { raw::nvmet_cgroup_req_run(self.into_raw(), false) }
     }
 }
 

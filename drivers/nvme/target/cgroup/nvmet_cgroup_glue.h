@@ -92,6 +92,10 @@ bool nvmet_cgroup_e_io_css_is(struct cgroup *cgrp,
 			      struct cgroup_subsys_state *css);
 struct cgroup_subsys_state *nvmet_cgroup_associate(struct cgroup *cgrp);
 void nvmet_cgroup_unassociate(void);
+unsigned int nvmet_cgroup_inline_enter(struct cgroup *cgrp, bool charge);
+void nvmet_cgroup_inline_leave(unsigned int noio_flags, bool charged);
+void nvmet_cgroup_inline_run_leave(struct nvmet_req *req,
+				   unsigned int noio_flags, bool charged);
 unsigned int nvmet_cgroup_noio_save(void);
 void nvmet_cgroup_noio_restore(unsigned int flags);
 struct workqueue_struct *nvmet_cgroup_alloc_workqueue(void);

@@ -13,9 +13,9 @@
 //! Layers, imports pointing one way: [`entry`] (what nvmet calls) → policy
 //! ([`exec`], [`fast_path`], [`cgroup_id`], [`status`]) → safe abstractions
 //! of the C objects, shaped like the kernel crate's ([`nvmet`], [`cgroup`],
-//! [`blkcg`], [`noio`], [`exec_queue`]) → raw declarations ([`raw`],
-//! generated from the glue's header).  Only the abstractions and [`entry`]
-//! contain `unsafe`.
+//! [`blkcg`], [`noio`], [`inline_scope`], [`exec_queue`]) → raw
+//! declarations ([`raw`], generated from the glue's header).  Only the
+//! abstractions and [`entry`] contain `unsafe`.
 
 use kernel::{debugfs, prelude::*, sync::Arc};
 
@@ -26,6 +26,7 @@ mod entry;
 mod exec;
 mod exec_queue;
 mod fast_path;
+mod inline_scope;
 mod noio;
 mod nvmet;
 mod raw;

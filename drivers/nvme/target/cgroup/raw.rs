@@ -2,10 +2,11 @@
 
 //! Raw declarations of the C glue (`nvmet_cgroup_glue.h`).
 //!
-//! bindgen generates them from the glue's header at build time (see the `Makefile`),
-//! so they cannot drift from the C.  Only the safe abstractions
-//! ([`crate::nvmet`], [`crate::cgroup`], [`crate::noio`],
-//! [`crate::exec_queue`]) and the entry points ([`crate::entry`]) use them.
+//! bindgen generates them from the glue's header at build time (see the
+//! `Makefile`), so they cannot drift from the C.  Only the safe abstractions
+//! ([`crate::nvmet`], [`crate::cgroup`], [`crate::blkcg`], [`crate::noio`],
+//! [`crate::inline_scope`], [`crate::exec_queue`]) and the entry points
+//! ([`crate::entry`]) use them.
 
 #![allow(
     clippy::all,
