@@ -56,7 +56,7 @@ impl Mode {
         queue: Option<QueueFacts>,
         file: bool,
     ) -> Result<(), Reason> {
-        self.decide(&Facts::read_write_from_kthread(queue).with_file(file))
+        self.decide(&Facts::read_write_from_kthread(queue, file))
     }
 
     /// How the status file names this mode (the module parameters' view).
@@ -173,7 +173,7 @@ mod tests {
     use super::*;
 
     /// A bdev Read or Write from a kthread on a plain blk-mq queue.
-    const PLAIN: Facts = Facts::read_write_from_kthread(Some(QueueFacts::PLAIN));
+    const PLAIN: Facts = Facts::read_write_from_kthread(Some(QueueFacts::PLAIN), false);
 
     fn with_queue(change: fn(QueueFacts) -> QueueFacts) -> Facts {
         PLAIN.with_queue(PLAIN.queue().map(change))

@@ -152,46 +152,53 @@ const QUEUE_BITS: u32 = raw::NVMET_CGROUP_F_QUEUE_LIVE
     | raw::NVMET_CGROUP_F_BFQ
     | raw::NVMET_CGROUP_F_THROTTLE;
 
-/// `f` with `bit` set if `on`, cleared if not.
-const fn with_bit(f: u32, bit: u32, on: bool) -> u32 {
-    if on {
-        f | bit
-    } else {
-        f & !bit
+/// Each fact of a newtype over the glue's word: its getter, and for the
+/// tests a setter that builds the facts a case needs.
+macro_rules! fact_bits {
+    ($($(#[doc = $doc:literal])* $get:ident / $with:ident = $bit:ident;)*) => {
+        $(
+            $(#[doc = $doc])*
+            pub(crate) const fn $get(self) -> bool {
+                has(self.0, raw::$bit)
+            }
+
+            #[doc = concat!("This value with [`Self::", stringify!($get), "`] set to `on`.")]
+            #[cfg(CONFIG_KUNIT = "y")]
+            pub(crate) const fn $with(self, on: bool) -> Self {
+                Self(if on { self.0 | raw::$bit } else { self.0 & !raw::$bit })
+            }
+        )*
+    };
+}
+
+/// The queue's bits of `queue`, none if it is `None`.
+const fn queue_bits(queue: Option<QueueFacts>) -> u32 {
+    match queue {
+        Some(q) => q.0,
+        None => 0,
     }
 }
 
 impl Facts {
-    /// A Read or Write from a kernel thread in task context, of a block
-    /// device namespace, whose queue is `queue` (`None`: not known).
-    pub(crate) const fn read_write_from_kthread(queue: Option<QueueFacts>) -> Self {
-        let q = match queue {
-            Some(q) => q.0,
-            None => 0,
-        };
-        Self(raw::NVMET_CGROUP_F_READ_WRITE | raw::NVMET_CGROUP_F_KTHREAD_TASK | q)
+    /// A Read or Write from a kernel thread in task context, of a file
+    /// namespace if `file`, whose queue is `queue` (`None`: not known).
+    pub(crate) const fn read_write_from_kthread(queue: Option<QueueFacts>, file: bool) -> Self {
+        let f = raw::NVMET_CGROUP_F_READ_WRITE | raw::NVMET_CGROUP_F_KTHREAD_TASK;
+        Self(f | if file { raw::NVMET_CGROUP_F_FILE } else { 0 } | queue_bits(queue))
     }
 
-    /// A Read or Write command: the ones that submit their bios from
-    /// `execute`.
-    pub(crate) const fn read_write(self) -> bool {
-        has(self.0, raw::NVMET_CGROUP_F_READ_WRITE)
-    }
-
-    /// The backend runs the command's work synchronously in the execution
-    /// context (a file's Flush, DSM and Write Zeroes, zone management).
-    pub(crate) const fn deferred(self) -> bool {
-        has(self.0, raw::NVMET_CGROUP_F_DEFERRED)
-    }
-
-    /// The caller is a kernel thread in task context.
-    pub(crate) const fn kthread_task(self) -> bool {
-        has(self.0, raw::NVMET_CGROUP_F_KTHREAD_TASK)
-    }
-
-    /// The namespace is backed by a file, not a block device.
-    pub(crate) const fn file(self) -> bool {
-        has(self.0, raw::NVMET_CGROUP_F_FILE)
+    fact_bits! {
+        /// A Read or Write command: the ones that submit their bios from
+        /// `execute`.
+        read_write / with_read_write = NVMET_CGROUP_F_READ_WRITE;
+        /// The backend runs the command's work synchronously in the
+        /// execution context (a file's Flush, DSM and Write Zeroes, zone
+        /// management).
+        deferred / with_deferred = NVMET_CGROUP_F_DEFERRED;
+        /// The caller is a kernel thread in task context.
+        kthread_task / with_kthread_task = NVMET_CGROUP_F_KTHREAD_TASK;
+        /// The namespace is backed by a file, not a block device.
+        file / with_file = NVMET_CGROUP_F_FILE;
     }
 
     /// The queue behind the namespace, if it is known and live.
@@ -199,33 +206,10 @@ impl Facts {
         QueueFacts::from_bits(self.0)
     }
 
-    /// These facts with [`Facts::read_write`] set to `on`.
-    pub(crate) const fn with_read_write(self, on: bool) -> Self {
-        Self(with_bit(self.0, raw::NVMET_CGROUP_F_READ_WRITE, on))
-    }
-
-    /// These facts with [`Facts::deferred`] set to `on`.
-    pub(crate) const fn with_deferred(self, on: bool) -> Self {
-        Self(with_bit(self.0, raw::NVMET_CGROUP_F_DEFERRED, on))
-    }
-
-    /// These facts with [`Facts::kthread_task`] set to `on`.
-    pub(crate) const fn with_kthread_task(self, on: bool) -> Self {
-        Self(with_bit(self.0, raw::NVMET_CGROUP_F_KTHREAD_TASK, on))
-    }
-
-    /// These facts with [`Facts::file`] set to `on`.
-    pub(crate) const fn with_file(self, on: bool) -> Self {
-        Self(with_bit(self.0, raw::NVMET_CGROUP_F_FILE, on))
-    }
-
     /// These facts with [`Facts::queue`] set to `queue`.
+    #[cfg(CONFIG_KUNIT = "y")]
     pub(crate) const fn with_queue(self, queue: Option<QueueFacts>) -> Self {
-        let q = match queue {
-            Some(q) => q.0,
-            None => 0,
-        };
-        Self(self.0 & !QUEUE_BITS | q)
+        Self(self.0 & !QUEUE_BITS | queue_bits(queue))
     }
 }
 
@@ -237,6 +221,7 @@ pub(crate) struct QueueFacts(u32);
 
 impl QueueFacts {
     /// A live blk-mq queue with no policy that can sleep a submitter.
+    #[cfg(CONFIG_KUNIT = "y")]
     pub(crate) const PLAIN: Self =
         Self(raw::NVMET_CGROUP_F_QUEUE_LIVE | raw::NVMET_CGROUP_F_BLK_MQ);
 
@@ -250,54 +235,17 @@ impl QueueFacts {
         }
     }
 
-    /// A blk-mq queue, not a bio-based (stacking) driver.
-    pub(crate) const fn blk_mq(self) -> bool {
-        has(self.0, raw::NVMET_CGROUP_F_BLK_MQ)
-    }
-
-    /// io.cost is enabled.
-    pub(crate) const fn iocost(self) -> bool {
-        has(self.0, raw::NVMET_CGROUP_F_IOCOST)
-    }
-
-    /// io.latency has a target.
-    pub(crate) const fn iolatency(self) -> bool {
-        has(self.0, raw::NVMET_CGROUP_F_IOLATENCY)
-    }
-
-    /// The elevator is bfq.
-    pub(crate) const fn bfq(self) -> bool {
-        has(self.0, raw::NVMET_CGROUP_F_BFQ)
-    }
-
-    /// blk-throttle (io.max) was ever configured.
-    pub(crate) const fn throttle(self) -> bool {
-        has(self.0, raw::NVMET_CGROUP_F_THROTTLE)
-    }
-
-    /// This queue with [`QueueFacts::blk_mq`] set to `on`.
-    pub(crate) const fn with_blk_mq(self, on: bool) -> Self {
-        Self(with_bit(self.0, raw::NVMET_CGROUP_F_BLK_MQ, on))
-    }
-
-    /// This queue with [`QueueFacts::iocost`] set to `on`.
-    pub(crate) const fn with_iocost(self, on: bool) -> Self {
-        Self(with_bit(self.0, raw::NVMET_CGROUP_F_IOCOST, on))
-    }
-
-    /// This queue with [`QueueFacts::iolatency`] set to `on`.
-    pub(crate) const fn with_iolatency(self, on: bool) -> Self {
-        Self(with_bit(self.0, raw::NVMET_CGROUP_F_IOLATENCY, on))
-    }
-
-    /// This queue with [`QueueFacts::bfq`] set to `on`.
-    pub(crate) const fn with_bfq(self, on: bool) -> Self {
-        Self(with_bit(self.0, raw::NVMET_CGROUP_F_BFQ, on))
-    }
-
-    /// This queue with [`QueueFacts::throttle`] set to `on`.
-    pub(crate) const fn with_throttle(self, on: bool) -> Self {
-        Self(with_bit(self.0, raw::NVMET_CGROUP_F_THROTTLE, on))
+    fact_bits! {
+        /// A blk-mq queue, not a bio-based (stacking) driver.
+        blk_mq / with_blk_mq = NVMET_CGROUP_F_BLK_MQ;
+        /// io.cost is enabled.
+        iocost / with_iocost = NVMET_CGROUP_F_IOCOST;
+        /// io.latency has a target.
+        iolatency / with_iolatency = NVMET_CGROUP_F_IOLATENCY;
+        /// The elevator is bfq.
+        bfq / with_bfq = NVMET_CGROUP_F_BFQ;
+        /// blk-throttle (io.max) was ever configured.
+        throttle / with_throttle = NVMET_CGROUP_F_THROTTLE;
     }
 }
 
