@@ -508,8 +508,9 @@ pub(crate) struct Dispatch(Target);
 
 enum Target {
     /// Run in the caller's thread, associated with the cgroup (unless the
-    /// namespace is being disabled: `None`) and under `memalloc_noio`, as
-    /// in a lane.  [`Dispatch::run`] ends the association, then the scope.
+    /// namespace is being disabled) and under `memalloc_noio`, as in a
+    /// lane: `scope` holds both, and [`Dispatch::run`] leaves it once the
+    /// command has run.
     Inline { req: Req, scope: InlineScope },
     /// Aborted: its submission queue is being deleted.
     Abort(Req),

@@ -324,13 +324,13 @@ bool nvmet_cgroup_e_io_css_is(struct cgroup *cgrp,
  * the css was seen not dying: a section with preemption disabled, which
  * has been one since the flavours of RCU were merged (v5.0), and which,
  * unlike rcu_read_lock() with preemptible RCU, costs no call (this runs
- * for every command of the fast path).  kill_css_sync() marks a css dying before kill_css_finish()
- * kills its reference, holding one more that css_killed_work_fn() drops
- * only from an RCU work item, queued after the css was marked dying: a
- * section that saw it not dying began before that grace period, so its
- * css_get() comes before that last put; and the css is freed through RCU
- * work too, so it stays valid meanwhile.  The root css counts no
- * references (CSS_NO_REF).
+ * for every command of the fast path).  kill_css_sync() marks a css dying
+ * before kill_css_finish() kills its reference, holding one more that
+ * css_killed_work_fn() drops only from an RCU work item, queued after the
+ * css was marked dying: a section that saw it not dying began before that
+ * grace period, so its css_get() comes before that last put; and the css
+ * is freed through RCU work too, so it stays valid meanwhile.  The root
+ * css counts no references (CSS_NO_REF).
  */
 struct cgroup_subsys_state *nvmet_cgroup_associate(struct cgroup *cgrp)
 {
