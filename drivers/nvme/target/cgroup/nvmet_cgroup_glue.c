@@ -358,7 +358,7 @@ void nvmet_cgroup_unassociate(void)
  */
 unsigned int nvmet_cgroup_inline_enter(struct cgroup *cgrp, bool charge)
 {
-	unsigned int flags = memalloc_noio_save();
+	unsigned int flags = nvmet_cgroup_noio_save();
 
 	if (charge)
 		nvmet_cgroup_associate(cgrp);
@@ -368,8 +368,8 @@ unsigned int nvmet_cgroup_inline_enter(struct cgroup *cgrp, bool charge)
 void nvmet_cgroup_inline_leave(unsigned int noio_flags, bool charged)
 {
 	if (charged)
-		kthread_associate_blkcg(NULL);
-	memalloc_noio_restore(noio_flags);
+		nvmet_cgroup_unassociate();
+	nvmet_cgroup_noio_restore(noio_flags);
 }
 
 void nvmet_cgroup_inline_run_leave(struct nvmet_req *req,
