@@ -21,6 +21,23 @@
 # B got a turn per round of the pool's queue: 45-96 reads in 8 s, forward
 # progress but not half of what it does alone.
 #
+# RESCUER_PRESSURE=memhog (rescuer_memhog.sh) puts real memory pressure in
+# place of the failing kthreadd: a tmpfs file fills the guest to HOG_LEFT_MB
+# of what was available (no swap: it stays), and a buffered reader of a
+# null_blk larger than the guest (not memory-backed) keeps what is left
+# full of page cache that must be reclaimed, so that every allocation,
+# a new kworker's included, waits for reclaim.  B's baseline is measured
+# under the same pressure.  What shows that the case reached its path is
+# the guest reclaiming pages (kswapd or direct) during the window beside A;
+# whether the module's rescuers ran is printed, not required: such pressure
+# slows the creation of kworkers but does not stop it.  On 2026-12-06 the
+# module of 2026-12-05 with one queue for every lane (which fails the
+# failslab case: B 55 reads against 7231 and 10186) kept 78 % here, 88 %
+# with HOG_LEFT_MB=96 and the churn at 256 MiB/s, and 108 % with an
+# anonymous hog in an OOM loop beside them: the pool had made 68 kworkers.
+# This case shows that a tenant keeps its share under the pressure an
+# operator sees; the failslab one is what tells the designs apart.
+#
 # RESCUER_POLICY=iomax (rescuer_iomax.sh, in a boot without io.cost: see
 # scripts/check) holds A with io.max riops=A_IOPS instead.  blk-throttle
 # queues a throttled bio and returns, so A's lanes should never sleep and
@@ -30,6 +47,7 @@
 # command's bios.  Run alone:
 #   scripts/check rescuer.sh
 #   scripts/check rescuer_iomax.sh
+#   scripts/check rescuer_memhog.sh
 cd "$(dirname "$0")" || exit 1
 . ./case_lib.sh
 . ./nvmet_lib.sh
@@ -43,6 +61,19 @@ A_IOPS=40
 WINDOW_S=8
 MIN_B=5
 POLICY=${RESCUER_POLICY:-iocost}
+PRESSURE=${RESCUER_PRESSURE:-failslab}
+HOG=/mnt/rescuer-hog
+# what the hog leaves of the memory available: the page cache the churn
+# cycles through, and every allocation of the tests' tasks and the kernel
+HOG_LEFT_MB=${HOG_LEFT_MB:-256}
+# the churn's device: larger than the guest's memory, so that a pass of
+# the reader never finds its pages still cached
+CHURN_MB=8192
+CHURN_RATE=${CHURN_RATE:-64m}
+case "$PRESSURE" in
+memhog) PRESSURE_TEXT="under memory pressure" ;;
+*) PRESSURE_TEXT="with no kworker creatable" ;;
+esac
 
 # high-priority kworkers (kworker/CPU:NH)
 highpri_kworkers() {
@@ -57,6 +88,9 @@ unbound_kworkers() {
 setup() {
 	echo "$KWORKERS high-priority kworkers: $NR_A namespaces in A, held by $POLICY"
 	modprobe nvmet_cgroup fast_path=0 && nullb_create nullb0 256 && nullb_create nullb1 64 &&
+	if [ "$PRESSURE" = memhog ]; then
+		nullb_create nullb2 "$CHURN_MB" memory_backed=0 || return
+	fi &&
 	cg_create rescuer/a && cg_create rescuer/b || return
 	case "$POLICY" in
 	iocost) iocost_enable /dev/nullb0 "$A_IOPS" ;;
@@ -114,6 +148,58 @@ kworkers_fail() {
 	fi
 }
 
+# reclaimed: pages the guest has scanned for reclaim since it booted
+reclaimed() {
+	awk '/^pgscan_(kswapd|direct) / { n += $2 } END { print n + 0 }' /proc/vmstat
+}
+
+available_mb() {
+	awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo
+}
+
+# reclaims_since N: the guest has scanned pages for reclaim since it had
+# scanned N
+reclaims_since() {
+	[ "$(reclaimed)" -gt "$1" ]
+}
+
+# memory_pressure 1|0: fill the guest with a tmpfs file but HOG_LEFT_MB of
+# what is available, and keep reading CHURN_MB through the page cache
+# (or stop both)
+CHURN_PID=
+memory_pressure() {
+	local avail r
+	if [ "$1" = 1 ]; then
+		avail=$(available_mb) r=$(reclaimed)
+		[ "$avail" -gt $((2 * HOG_LEFT_MB)) ] ||
+			fail "only $avail MiB available, not enough to fill" || return
+		mkdir -p $HOG && mount -t tmpfs -o size="$avail"M tmpfs $HOG &&
+		fallocate -l $((avail - HOG_LEFT_MB))M $HOG/hog || return
+		fio --name=churn --filename=/dev/nullb2 --rw=read --bs=128k --direct=0 \
+			--ioengine=psync --rate="$CHURN_RATE" --time_based --runtime=1800 \
+			--output-format=terse > /dev/null 2>&1 &
+		CHURN_PID=$!
+		echo "hog: $((avail - HOG_LEFT_MB)) MiB of $avail MiB available; churn: a buffered" \
+		     "reader of a ${CHURN_MB} MiB device at $CHURN_RATE/s"
+		# the churn has filled what is left once the guest reclaims
+		wait_for 60 reclaims_since "$r" ||
+			fail "the guest did not start reclaiming within 60 s of the hog" || return
+		echo "$(available_mb) MiB available under the hog"
+	else
+		[ -z "$CHURN_PID" ] || { kill "$CHURN_PID" 2>/dev/null; wait "$CHURN_PID" 2>/dev/null; }
+		CHURN_PID=
+		if grep -q " $HOG " /proc/mounts; then rm -f $HOG/hog && umount $HOG; fi
+	fi
+}
+
+# pressure 1|0: what holds the pools back (RESCUER_PRESSURE), on or off
+pressure() {
+	case "$PRESSURE" in
+	memhog) memory_pressure "$1" ;;
+	*) kworkers_fail "$1" ;;
+	esac
+}
+
 # reader IODEPTH DEV...: one reader thread per device, until SIGINT (run
 # in the background, its PID is fio's)
 reader() {
@@ -147,7 +233,7 @@ all_reading() {
 }
 
 b_progresses_while_a_holds_the_rescuer() {
-	local rpids s0 s1 b0 b1 b2 a1 ns bpid apid rc=0 dev devs=() base after held=no
+	local rpids s0 s1 r0 r1 b0 b1 b2 a1 ns bpid apid rc=0 dev devs=() base after held=no
 	rpids=$(rescuer_pids) && dev=$(host_dev "$NQN_B" 1) || return
 	for ((ns = 1; ns <= NR_A; ns++)); do
 		devs+=("$(host_dev "$NQN" "$ns")") || return
@@ -156,7 +242,7 @@ b_progresses_while_a_holds_the_rescuer() {
 	reader 4 "$dev" &
 	bpid=$!
 	wait_for 60 test "$(reads_done nullb1)" -gt 0 || fail "B's reader did not start" || return
-	kworkers_fail 1 || return
+	pressure 1 || return
 	# B under the same pressure without A: what it must keep half of
 	sleep 2
 	b0=$(reads_done nullb1)
@@ -173,15 +259,15 @@ b_progresses_while_a_holds_the_rescuer() {
 		fail "A's readers did not start within 120 s: the case did not reach its path" || return
 	sleep 2
 	# shellcheck disable=SC2086 # a list of PIDs
-	s0=$(switches $rpids); b0=$(reads_done nullb1); A0=$(reads_done nullb0)
+	s0=$(switches $rpids); b0=$(reads_done nullb1); A0=$(reads_done nullb0); r0=$(reclaimed)
 	sleep "$WINDOW_S"
-	b1=$(reads_done nullb1)
+	b1=$(reads_done nullb1); r1=$(reclaimed)
 	a1=$(reads_done nullb0)
 	! all_reading "${devs[@]}" || held=yes
 	# shellcheck disable=SC2086 # a list of PIDs
 	s1=$(switches $rpids)
 	kill -0 "$apid" && kill -0 "$bpid" || rc=1
-	# B alone again, still without kworkers, once A's reader is gone: the
+	# B alone again, under the same pressure, once A's reader is gone: the
 	# guest's speed drifts under emulation (B alone completed 3840 and 7172
 	# reads in two boots), so what B must keep half of is the mean of the
 	# windows before and after A's
@@ -194,23 +280,28 @@ b_progresses_while_a_holds_the_rescuer() {
 		after=$(($(reads_done nullb1) - b2))
 		kill -0 "$bpid" || rc=1
 	fi
-	kworkers_fail 0
+	pressure 0
 	kill -INT "$apid" "$bpid" 2>/dev/null
-	echo "in ${WINDOW_S} s with no kworker creatable: B completed $((b1 - b0)) reads" \
+	echo "in ${WINDOW_S} s $PRESSURE_TEXT: B completed $((b1 - b0)) reads" \
 	     "($base before A's readers, ${after:-?} after), A $((a1 - A0)); the module's rescuers" \
 	     "slept $((s1 - s0)) times; $(highpri_kworkers) per-CPU high-priority kworkers," \
-	     "$(unbound_kworkers) unbound; A's $NR_A devices all with reads in flight at the end: $held"
-	[ "$rc" != 2 ] || fail "A's reader did not stop within 90 s, with no kworker creatable" || return
+	     "$(unbound_kworkers) unbound; A's $NR_A devices all with reads in flight at the end: $held;" \
+	     "the guest scanned $((r1 - r0)) pages for reclaim"
+	[ "$rc" != 2 ] || fail "A's reader did not stop within 90 s, $PRESSURE_TEXT" || return
 	[ "$rc" = 0 ] || fail "a reader ended before the window did" || return
 	for p in "$apid" "$bpid"; do
 		timeout 90 tail --pid="$p" -f /dev/null || rc=1
 	done
-	[ "$rc" = 0 ] || fail "a reader did not stop within 90 s of kworkers coming back" || return
+	[ "$rc" = 0 ] || fail "a reader did not stop within 90 s of the pressure ending" || return
 	base=$(((base + after) / 2))
-	if [ "$POLICY" = iocost ]; then
+	if [ "$PRESSURE" = memhog ]; then
+		[ "$((r1 - r0))" -gt 0 ] ||
+			fail "the guest reclaimed nothing beside A: the case did not reach its path" || return
+	fi
+	if [ "$POLICY" = iocost ] && [ "$PRESSURE" != memhog ]; then
 		[ "$((s1 - s0))" -gt 0 ] ||
 			fail "no rescuer of the module ran: the case did not reach its path" || return
-	else
+	elif [ "$POLICY" = iomax ]; then
 		# held: reads queued on every device, and between half and twice
 		# the limit's reads (blk-throttle may pass a slice's worth early)
 		[ "$held" = yes ] && [ "$((a1 - A0))" -le "$((2 * A_IOPS * WINDOW_S))" ] &&
@@ -225,14 +316,14 @@ b_progresses_while_a_holds_the_rescuer() {
 }
 
 teardown() {
-	kworkers_fail 0
+	pressure 0
 	host_disconnect "$NQN" && host_disconnect "$NQN_B" && port_destroy 1 &&
 	subsys_destroy "$NQN" && subsys_destroy "$NQN_B" &&
 	if [ "$POLICY" = iocost ]; then
 		echo "$(devnum /dev/nullb0) enable=0" > "$CG/io.cost.qos" || return
 	fi
 	cg_remove rescuer && rmmod nvmet_cgroup && rmmod nvme_loop &&
-	nullb_destroy nullb0 && nullb_destroy nullb1 && rmmod null_blk
+	nullb_destroy nullb0 && nullb_destroy nullb1 && nullb_destroy nullb2 && rmmod null_blk
 }
 
 # A lane has 4 work items (LANE_WORKERS); A must have more of them queued
