@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Runs in the perf guest (see scripts/bench): fio against nvmet namespaces in
 # the configurations of $BENCH_CONFIGS, interleaved round by round
-# (A B C D V0 V1 VD A B ...), and one fio JSON file per job in $BENCH_OUT.
+# (A B C D R V0 V1 VD A B ...), and one fio JSON file per job in $BENCH_OUT.
 #   A  stock nvmet: nvmet_cgroup not loaded
 #   B  module loaded, cgroup_id unset
 #   C  cgroup_id set, no io controller configured
@@ -34,7 +34,7 @@ OUT=${BENCH_OUT:?}
 ROUNDS=${BENCH_ROUNDS:-3}
 RUNTIME=${BENCH_RUNTIME:-20}
 RAMP=${BENCH_RAMP:-5}
-CONFIGS=${BENCH_CONFIGS-A B C D V0 V1 VD}
+CONFIGS=${BENCH_CONFIGS-A B C D R V0 V1 VD}
 TRANSPORTS=${BENCH_TRANSPORTS:-loop tcp}
 MNT=/mnt/bench
 mkdir -p "$OUT"
