@@ -165,29 +165,37 @@ reclaims_since() {
 
 # memory_pressure 1|0: fill the guest with a tmpfs file but HOG_LEFT_MB of
 # what is available, and keep reading CHURN_MB through the page cache
-# (or stop both)
-CHURN_PID=
+# (or stop both).  The churn's PID goes to a file: each case runs in a
+# subshell of its own (run_case), and teardown must stop it too when the
+# case failed half-way.
+CHURN_PIDFILE=/tmp/rescuer-churn.pid
 memory_pressure() {
-	local avail r
+	local avail r pid
 	if [ "$1" = 1 ]; then
-		avail=$(available_mb) r=$(reclaimed)
+		avail=$(available_mb)
 		[ "$avail" -gt $((2 * HOG_LEFT_MB)) ] ||
 			fail "only $avail MiB available, not enough to fill" || return
 		mkdir -p $HOG && mount -t tmpfs -o size="$avail"M tmpfs $HOG &&
 		fallocate -l $((avail - HOG_LEFT_MB))M $HOG/hog || return
+		# filling may reclaim by itself: the churn must be seen to
+		r=$(reclaimed)
 		fio --name=churn --filename=/dev/nullb2 --rw=read --bs=128k --direct=0 \
 			--ioengine=psync --rate="$CHURN_RATE" --time_based --runtime=1800 \
 			--output-format=terse > /dev/null 2>&1 &
-		CHURN_PID=$!
+		echo $! > $CHURN_PIDFILE
 		echo "hog: $((avail - HOG_LEFT_MB)) MiB of $avail MiB available; churn: a buffered" \
 		     "reader of a ${CHURN_MB} MiB device at $CHURN_RATE/s"
 		# the churn has filled what is left once the guest reclaims
 		wait_for 60 reclaims_since "$r" ||
-			fail "the guest did not start reclaiming within 60 s of the hog" || return
+			fail "the guest did not start reclaiming within 60 s of the churn" || return
 		echo "$(available_mb) MiB available under the hog"
 	else
-		[ -z "$CHURN_PID" ] || { kill "$CHURN_PID" 2>/dev/null; wait "$CHURN_PID" 2>/dev/null; }
-		CHURN_PID=
+		if [ -f $CHURN_PIDFILE ]; then
+			pid=$(cat $CHURN_PIDFILE)
+			kill "$pid" 2>/dev/null
+			timeout 60 tail --pid="$pid" -f /dev/null || fail "the churn did not stop" || return
+			rm -f $CHURN_PIDFILE
+		fi
 		if grep -q " $HOG " /proc/mounts; then rm -f $HOG/hog && umount $HOG; fi
 	fi
 }
