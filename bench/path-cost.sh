@@ -16,6 +16,13 @@
 # PATH_ALT_KO=/host/DIR/nvmet_cgroup.ko adds configurations Rx and Cx: R and
 # C with that build of the module instead (PATH_CONFIGS="A R Rx C Cx"), to
 # compare two builds in one boot.
+#
+# PATH_PROFILE=/host/DIR (bench/profile/run, with its TCG plugin loaded):
+# each job runs PATH_PROFILE_IOS commands (at most the device's 1 GiB)
+# instead of a time, between two runs of DIR/marker, on which the plugin
+# writes its instruction counts;
+# DIR/windows gets a line per job ("FIRST LAST CONFIG RW ROUND COMMANDS",
+# the snapshots' numbers) and DIR/kallsyms.LAST the kernel's symbols then.
 set -uo pipefail
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 . "$BENCH_DIR/lib.sh"
@@ -23,6 +30,8 @@ BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 ROUNDS=${PATH_ROUNDS:-3}
 RUNTIME=${PATH_RUNTIME:-8}
 CONFIGS=${PATH_CONFIGS:-A R C}
+PROFILE=${PATH_PROFILE:-}
+PROFILE_IOS=${PATH_PROFILE_IOS:-50000}
 NQN=nqn.bench.path
 NS=$NVMET_CFS/subsystems/$NQN/namespaces/1
 
@@ -55,6 +64,22 @@ configure() {	# CONFIG: the namespace disabled, the module as CONFIG needs
 	echo "$id" > "$NS/cgroup_id" && echo 1 > "$NS/enable" || die "enable ($1)"
 }
 
+# profiled_job DEV RW CONFIG ROUND: PATH_PROFILE's job; prints its IOPS.
+# The plugin numbers its snapshots from 1 since boot, two per job.
+profiled_job() {
+	local out ios last
+	last=$((($(wc -l < "$PROFILE/windows") + 1) * 2)) || return 1
+	"$PROFILE/marker" || die "marker"
+	out=$(fio_job "$1" "$2" 4k --cpus_allowed=0 --io_size=$((PROFILE_IOS * 4096))) ||
+		die "fio $2 ($3)"
+	"$PROFILE/marker" || die "marker"
+	cat /proc/kallsyms > "$PROFILE/kallsyms.$last" || die "kallsyms"
+	ios=$((${out##* } / 4096))
+	echo "$((last - 1)) $last $3 $2 $4 $ios" >> "$PROFILE/windows"
+	echo "${out%% *}"
+}
+[ -z "$PROFILE" ] || : > "$PROFILE/windows" || die "$PROFILE/windows"
+
 declare -A insn m
 echo "| round | config | workload | IOPS | instructions per command |"
 echo "| ---: | --- | --- | ---: | ---: |"
@@ -64,7 +89,11 @@ for ((round = 1; round <= ROUNDS; round++)); do
 		host_connect loop "$NQN" || die "connect"
 		dev=$(host_dev "$NQN" 1) || die "host device"
 		for rw in randread randwrite; do
-			n=$(one_job_iops "$dev" "$rw" "$RUNTIME") || exit 1
+			if [ -n "$PROFILE" ]; then
+				n=$(profiled_job "$dev" "$rw" "$c" "$round") || exit 1
+			else
+				n=$(one_job_iops "$dev" "$rw" "$RUNTIME") || exit 1
+			fi
 			i=$(insn_per_io "$n")
 			echo "| $round | $c | $rw | $n | $i |"
 			insn[$c,$rw]+="$i "
