@@ -25,6 +25,7 @@ cd "$(dirname "$0")" || exit 1
 . ./case_lib.sh
 . ./nvmet_lib.sh
 . ./cgroup_lib.sh
+. ./memory_lib.sh
 
 FAULT_ROUNDS=${FAULT_ROUNDS:-short}
 NQN_T=nqn.2026-12.io.nvmet-cgroup:faults-tcp
@@ -847,17 +848,11 @@ fi_probability() {	# PERCENT
 
 # the hog: a tmpfs file as large as what is available less 384 MiB
 hog_start() {
-	local avail
-	avail=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
-	mkdir -p $HOG && mount -t tmpfs -o size=$((avail))M tmpfs $HOG || return
-	# fallocate: tmpfs allocates the pages itself, where dd took minutes of
-	# the emulated guest to copy them in
-	fallocate -l $((avail - 384))M $HOG/hog || return
-	echo "hog: $((avail - 384)) MiB of $avail MiB available; now $(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo) MiB"
+	tmpfs_hog_start $HOG 384
 }
 
 hog_stop() {
-	rm -f $HOG/hog && umount $HOG
+	tmpfs_hog_stop $HOG
 }
 
 # state NSID: what an enable that failed must leave as it was

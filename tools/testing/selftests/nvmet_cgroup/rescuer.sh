@@ -52,6 +52,7 @@ cd "$(dirname "$0")" || exit 1
 . ./case_lib.sh
 . ./nvmet_lib.sh
 . ./cgroup_lib.sh
+. ./memory_lib.sh
 
 NQN=nqn.2026-12.io.nvmet-cgroup:rescuer
 # B behind a controller of its own: A's readers hold every tag of theirs
@@ -148,55 +149,55 @@ kworkers_fail() {
 	fi
 }
 
-# reclaimed: pages the guest has scanned for reclaim since it booted
-reclaimed() {
-	awk '/^pgscan_(kswapd|direct) / { n += $2 } END { print n + 0 }' /proc/vmstat
-}
-
-available_mb() {
-	awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo
-}
-
 # reclaims_since N: the guest has scanned pages for reclaim since it had
 # scanned N
 reclaims_since() {
 	[ "$(reclaimed)" -gt "$1" ]
 }
 
+# The case's fio processes in the background, by PID: each case runs in a
+# subshell of its own (run_case), so teardown finds in these files what a
+# case that failed half-way left running (and null_blk still in use).
+CHURN_PIDFILE=/tmp/rescuer-churn.pid
+READERS_PIDFILE=/tmp/rescuer-readers.pid
+
+# stop_pids FILE: SIGINT to those of FILE's PIDs that are still fio, and
+# wait 90 s in all for them to end; FILE goes once they have
+stop_pids() {
+	local p end=$((SECONDS + 90)) pids=()
+	[ -f "$1" ] || return 0
+	for p in $(cat "$1"); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = fio ] && kill -INT "$p" 2>/dev/null &&
+			pids+=("$p")
+	done
+	for p in "${pids[@]}"; do
+		timeout $((end > SECONDS ? end - SECONDS : 1)) tail --pid="$p" -f /dev/null ||
+			fail "fio $p did not stop within 90 s" || return
+	done
+	rm -f "$1"
+}
+
 # memory_pressure 1|0: fill the guest with a tmpfs file but HOG_LEFT_MB of
 # what is available, and keep reading CHURN_MB through the page cache
-# (or stop both).  The churn's PID goes to a file: each case runs in a
-# subshell of its own (run_case), and teardown must stop it too when the
-# case failed half-way.
-CHURN_PIDFILE=/tmp/rescuer-churn.pid
+# (or stop both).
 memory_pressure() {
-	local avail r pid
+	local r
 	if [ "$1" = 1 ]; then
-		avail=$(available_mb)
-		[ "$avail" -gt $((2 * HOG_LEFT_MB)) ] ||
-			fail "only $avail MiB available, not enough to fill" || return
-		mkdir -p $HOG && mount -t tmpfs -o size="$avail"M tmpfs $HOG &&
-		fallocate -l $((avail - HOG_LEFT_MB))M $HOG/hog || return
+		tmpfs_hog_start $HOG "$HOG_LEFT_MB" || fail "the hog did not start" || return
 		# filling may reclaim by itself: the churn must be seen to
 		r=$(reclaimed)
 		fio --name=churn --filename=/dev/nullb2 --rw=read --bs=128k --direct=0 \
 			--ioengine=psync --rate="$CHURN_RATE" --time_based --runtime=1800 \
 			--output-format=terse > /dev/null 2>&1 &
 		echo $! > $CHURN_PIDFILE
-		echo "hog: $((avail - HOG_LEFT_MB)) MiB of $avail MiB available; churn: a buffered" \
-		     "reader of a ${CHURN_MB} MiB device at $CHURN_RATE/s"
+		echo "churn: a buffered reader of a ${CHURN_MB} MiB device at $CHURN_RATE/s"
 		# the churn has filled what is left once the guest reclaims
 		wait_for 60 reclaims_since "$r" ||
 			fail "the guest did not start reclaiming within 60 s of the churn" || return
 		echo "$(available_mb) MiB available under the hog"
 	else
-		if [ -f $CHURN_PIDFILE ]; then
-			pid=$(cat $CHURN_PIDFILE)
-			kill "$pid" 2>/dev/null
-			timeout 60 tail --pid="$pid" -f /dev/null || fail "the churn did not stop" || return
-			rm -f $CHURN_PIDFILE
-		fi
-		if grep -q " $HOG " /proc/mounts; then rm -f $HOG/hog && umount $HOG; fi
+		stop_pids $CHURN_PIDFILE || fail "the churn did not stop" || return
+		tmpfs_hog_stop $HOG
 	fi
 }
 
@@ -249,6 +250,7 @@ b_progresses_while_a_holds_the_rescuer() {
 	# B reads throughout; its reader is up before anything else starts
 	reader 4 "$dev" &
 	bpid=$!
+	echo "$bpid" >> $READERS_PIDFILE
 	wait_for 60 test "$(reads_done nullb1)" -gt 0 || fail "B's reader did not start" || return
 	pressure 1 || return
 	# B under the same pressure without A: what it must keep half of
@@ -261,6 +263,7 @@ b_progresses_while_a_holds_the_rescuer() {
 	done
 	reader 16 "${devs[@]}" &
 	apid=$!
+	echo "$apid" >> $READERS_PIDFILE
 	# fio takes long to start many jobs here (37 took over 30 s): the
 	# window starts once every one of A's readers is running
 	wait_for 120 a_flows "${devs[@]}" ||
@@ -324,6 +327,7 @@ b_progresses_while_a_holds_the_rescuer() {
 }
 
 teardown() {
+	stop_pids $READERS_PIDFILE || return
 	pressure 0
 	host_disconnect "$NQN" && host_disconnect "$NQN_B" && port_destroy 1 &&
 	subsys_destroy "$NQN" && subsys_destroy "$NQN_B" &&
