@@ -10,7 +10,7 @@
 
 use crate::{
     exec::NsExec,
-    nvmet::{Namespace, Req},
+    nvmet::{Facts, Namespace, Req},
     raw,
 };
 use kernel::{ffi::c_void, prelude::*, types::ForeignOwnable};
@@ -24,7 +24,7 @@ const _: [unsafe extern "C" fn(*mut raw::nvmet_ns) -> *mut c_void; 2] =
     [raw::nvmet_cgroup_rs_ns_enable, nvmet_cgroup_rs_ns_enable];
 const _: [unsafe extern "C" fn(*mut raw::nvmet_ns, *mut c_void); 2] =
     [raw::nvmet_cgroup_rs_ns_disable, nvmet_cgroup_rs_ns_disable];
-const _: [unsafe extern "C" fn(*mut raw::nvmet_req, *mut c_void); 2] =
+const _: [unsafe extern "C" fn(*mut raw::nvmet_req, *mut c_void, u32); 2] =
     [raw::nvmet_cgroup_rs_execute, nvmet_cgroup_rs_execute];
 
 /// Namespace enable: returns the namespace's context or an `ERR_PTR`.
@@ -56,8 +56,9 @@ unsafe extern "C" fn nvmet_cgroup_rs_ns_disable(_ns: *mut raw::nvmet_ns, ctx: *m
     ctx.disable();
 }
 
-/// Takes over an I/O command of a namespace with a context: nvmet's
-/// `execute` of the extension.
+/// Takes over an I/O command of a namespace with a context that the glue's
+/// `execute` (nvmet's `execute` of the extension) did not run in the
+/// caller's thread itself, with the facts it read.
 ///
 /// # Safety
 ///
@@ -67,17 +68,21 @@ unsafe extern "C" fn nvmet_cgroup_rs_ns_disable(_ns: *mut raw::nvmet_ns, ctx: *m
 /// completes, which it may do as soon as it runs or is queued, before this
 /// returns; nvmet keeps the module's code until then.
 #[no_mangle]
-unsafe extern "C" fn nvmet_cgroup_rs_execute(req: *mut raw::nvmet_req, ctx: *mut c_void) {
+unsafe extern "C" fn nvmet_cgroup_rs_execute(
+    req: *mut raw::nvmet_req,
+    ctx: *mut c_void,
+    facts: u32,
+) {
     // SAFETY: As required by this function's contract.
     let req = unsafe { Req::from_raw(req) };
     // SAFETY: `ctx` came from `into_foreign`: nvmet stored it in
     // `ns->exec_ctx` before publishing `ns->exec_ext` with a release, and
     // redirected this command only after an acquire load saw `exec_ext`, so
     // it passes the pointer `ns_enable` returned and the context it
-    // initialised, on any architecture.  The borrow ends when `dispatch`
-    // returns, before the command runs or is queued (see above): `Dispatch`
-    // holds nothing of the context.
-    let dispatch = unsafe { Context::borrow(ctx) }.dispatch(req);
+    // initialised, on any architecture (the glue passes it on unchanged).
+    // The borrow ends when `dispatch` returns, before the command runs or
+    // is queued (see above): `Dispatch` holds nothing of the context.
+    let dispatch = unsafe { Context::borrow(ctx) }.dispatch(req, Facts::from_glue(facts));
     dispatch.run();
 }
 

@@ -58,10 +58,11 @@ use crate::{
     cgroup::Cgroup,
     cgroup_id,
     exec_queue::{ExecQueues, Sleeps},
+    fast_context::FastContext,
     fast_path::Mode,
     inline_scope::InlineScope,
     noio::NoIo,
-    nvmet::{BackingQueue, Namespace, Req, ReqBatch, ReqList, ReqState},
+    nvmet::{Facts, Namespace, Req, ReqBatch, ReqList, ReqState},
     status::Registration,
 };
 use kernel::{
@@ -358,7 +359,13 @@ impl Lane {
 }
 
 /// The execution context of one enabled namespace with a cgroup.
+///
+/// `repr(C)`, `fast` first: the glue's `execute` reads it at the address
+/// nvmet holds for the namespace.
+#[repr(C)]
 pub(crate) struct NsExec {
+    /// The fast path's rule, the queue it reads facts from and the cgroup.
+    fast: FastContext,
     /// One slot per possible CPU, filled with that CPU's lane the first
     /// time a command needs it there.
     lanes: KVec<SetOnce<Arc<Lane>>>,
@@ -371,15 +378,15 @@ pub(crate) struct NsExec {
     /// the first time one comes.
     deferred: SetOnce<Arc<Lane>>,
     queues: Arc<ExecQueues>,
-    cgroup: ARef<Cgroup>,
-    /// The device whose policies decide whether the fast path is safe.
-    backing: BackingQueue,
     /// Where Reads and Writes may run, from the module's parameters when the
     /// namespace is enabled.
     mode: Mode,
     /// The namespace's line in the status file.
     status: Registration,
 }
+
+// Where the glue finds `fast`.
+const _: () = assert!(core::mem::offset_of!(NsExec, fast) == 0);
 
 impl NsExec {
     /// Sets up the context of a namespace with a cgroup being enabled.
@@ -397,14 +404,14 @@ impl NsExec {
             crate::module_parameters::fast_path.value(),
             crate::module_parameters::inline_assoc.value(),
         );
+        let fast = FastContext::new(mode.rule(ns.is_file()), ns.backing_queue(), cgroup);
         Ok(KBox::new(
             Self {
+                fast,
                 lanes,
                 fallback,
                 deferred: SetOnce::new(),
                 queues,
-                cgroup,
-                backing: ns.backing_queue(),
                 mode,
                 status: Registration::new(ns, mode)?,
             },
@@ -423,17 +430,11 @@ impl NsExec {
     /// decision out holds what it needs by its own means (the association's
     /// reference on the css, a clone of the lane's `Arc`), and runs once the
     /// borrow has ended ([`Dispatch::run`]).
-    pub(crate) fn dispatch(&self, req: Req) -> Dispatch {
-        let deferred = if self.mode.reads_facts() {
-            let (facts, state) = req.facts(&self.backing);
-            if self.mode.decide(&facts).is_ok() {
-                return Dispatch::inline(req, state, &self.cgroup);
-            }
-            facts.deferred()
-        } else {
-            req.is_deferred()
-        };
-        let lane = if deferred {
+    pub(crate) fn dispatch(&self, req: Req, facts: Facts) -> Dispatch {
+        if self.mode.decide(&facts).is_ok() {
+            return Dispatch::inline(req, facts.state(), self.fast.cgroup());
+        }
+        let lane = if facts.deferred() {
             self.deferred_lane()
         } else {
             self.lane()
@@ -471,7 +472,7 @@ impl NsExec {
             return Some(lane);
         }
         if let Ok(lane) = Arc::pin_init(
-            Lane::new(self.cgroup.clone(), self.queues.clone()),
+            Lane::new(self.fast.cgroup().clone(), self.queues.clone()),
             GFP_NOWAIT,
         ) {
             // Another thread on this slot may win the race: its lane is as

@@ -9,7 +9,10 @@
 //! glue reads, so a policy enabled or turned off later is seen by the next
 //! command.
 
-use crate::nvmet::{Facts, QueueFacts};
+use crate::{
+    nvmet::{Facts, QueueFacts},
+    raw,
+};
 use kernel::prelude::*;
 
 /// Where a namespace's Read and Write commands may run, from the module's
@@ -43,9 +46,48 @@ impl Mode {
         }
     }
 
-    /// Whether this mode reads [`Facts`] at all ([`Mode::Lanes`] does not).
-    pub(crate) fn reads_facts(self) -> bool {
-        self != Self::Lanes
+    /// [`Mode::decide`] for the commands of a namespace that is backed by a
+    /// file if `file`, compiled into the rule the glue applies to a
+    /// command's facts word before anything else (see [`Rule`]).
+    pub(crate) fn rule(self, file: bool) -> Rule {
+        let file_bit = if file { raw::NVMET_CGROUP_F_FILE } else { 0 };
+        // The command's own state: run and charged in the caller's thread
+        // only while the namespace is live and the queue is not being
+        // deleted ([`crate::exec::NsExec::dispatch`] handles the others).
+        let state_mask = raw::NVMET_CGROUP_F_NS_LIVE | raw::NVMET_CGROUP_F_SQ_DYING;
+        let state_want = raw::NVMET_CGROUP_F_NS_LIVE;
+        match self {
+            Self::Lanes => Rule::NEVER,
+            Self::FastPath => {
+                // `check`: a Read or Write from a kernel thread, on a live
+                // blk-mq queue with no policy that sleeps the submitter,
+                // and for a file, no io.max.
+                let want = raw::NVMET_CGROUP_F_READ_WRITE
+                    | raw::NVMET_CGROUP_F_KTHREAD_TASK
+                    | raw::NVMET_CGROUP_F_QUEUE_LIVE
+                    | raw::NVMET_CGROUP_F_BLK_MQ;
+                let refused = raw::NVMET_CGROUP_F_IOCOST
+                    | raw::NVMET_CGROUP_F_IOLATENCY
+                    | raw::NVMET_CGROUP_F_BFQ
+                    | if file {
+                        raw::NVMET_CGROUP_F_THROTTLE
+                    } else {
+                        0
+                    };
+                Rule {
+                    mask: want | refused | raw::NVMET_CGROUP_F_FILE | state_mask,
+                    want: want | file_bit | state_want,
+                }
+            }
+            // `decide`: not deferred, from a kernel thread.
+            Self::Inline => Rule {
+                mask: raw::NVMET_CGROUP_F_DEFERRED
+                    | raw::NVMET_CGROUP_F_KTHREAD_TASK
+                    | raw::NVMET_CGROUP_F_FILE
+                    | state_mask,
+                want: raw::NVMET_CGROUP_F_KTHREAD_TASK | file_bit | state_want,
+            },
+        }
     }
 
     /// Where a Read or Write from a transport's kernel thread (tcp, rdma,
@@ -78,6 +120,30 @@ impl Mode {
             Self::Inline if f.kthread_task() => Ok(()),
             Self::Inline => Err(Reason::NotKthread),
         }
+    }
+}
+
+/// [`Mode::decide`] as bits, for the glue: a command of the namespace runs
+/// in the caller's thread, charged, when `facts & mask == want`.  It also
+/// wants the namespace's own backend (the facts' file bit), the namespace
+/// live and the submission queue not being deleted; a command it refuses
+/// goes to [`crate::exec::NsExec::dispatch`], which decides again from the
+/// same facts.  The tests check it against [`Mode::decide`] for every word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rule {
+    pub(crate) mask: u32,
+    pub(crate) want: u32,
+}
+
+impl Rule {
+    /// Never in the caller's thread.
+    const NEVER: Self = Self { mask: 0, want: 1 };
+
+    /// Whether a command with the glue's facts word `f` runs in the
+    /// caller's thread.
+    #[cfg(CONFIG_KUNIT = "y")]
+    const fn matches(self, f: u32) -> bool {
+        f & self.mask == self.want
     }
 }
 
@@ -270,5 +336,28 @@ mod tests {
         assert_eq!(Mode::from_parameters(false, false), Mode::Lanes);
         assert_eq!(Mode::from_parameters(false, true), Mode::Inline);
         assert_eq!(Mode::from_parameters(true, true), Mode::Inline);
+    }
+
+    /// The glue's rule agrees with [`Mode::decide`] for every facts word:
+    /// it runs a command in the caller's thread exactly when `decide`
+    /// allows it, the namespace is live, its queue is not being deleted and
+    /// the word's file bit is the namespace's.
+    #[test]
+    fn rule_is_decide() {
+        let all = raw::NVMET_CGROUP_F_THROTTLE << 1;
+        for mode in [Mode::Lanes, Mode::FastPath, Mode::Inline] {
+            for file in [false, true] {
+                let rule = mode.rule(file);
+                for f in 0..all {
+                    let facts = Facts::from_glue(f);
+                    let state = facts.state();
+                    let expected = mode.decide(&facts).is_ok()
+                        && state.ns_live
+                        && !state.sq_dying
+                        && facts.file() == file;
+                    assert_eq!(rule.matches(f), expected);
+                }
+            }
+        }
     }
 }

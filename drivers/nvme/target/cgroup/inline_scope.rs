@@ -11,10 +11,12 @@ use core::{marker::PhantomData, mem::ManuallyDrop};
 /// are charged to a cgroup: what [`crate::noio::NoIo`] and
 /// [`crate::blkcg::BlkcgAssociation`] do for a lane's run, for one command.
 ///
-/// It exists for the fast path's cost, not for what it does: each call
-/// between the module and the kernel pays a return thunk (and, on CPUs that
-/// need it, call-depth accounting), and the two guards and the run took
-/// five calls where this takes two.
+/// It serves the commands the Rust side runs in the transport's thread
+/// (those of a namespace being disabled, uncharged); the fast path's
+/// common case never reaches Rust: the glue's `execute` enters, runs and
+/// leaves the same scope itself ([`crate::fast_context`]).  One value for
+/// both guards takes two calls between the module and the kernel where the
+/// guards and the run took five.
 ///
 /// # Invariants
 ///

@@ -116,7 +116,7 @@ impl BackingQueue {
     }
 
     /// The queue, or NULL if none is known: what the glue's facts calls take.
-    fn as_raw(&self) -> *mut bindings::request_queue {
+    pub(crate) fn as_raw(&self) -> *mut bindings::request_queue {
         self.ptr.map_or(core::ptr::null_mut(), NonNull::as_ptr)
     }
 }
@@ -180,6 +180,20 @@ const fn queue_bits(queue: Option<QueueFacts>) -> u32 {
 }
 
 impl Facts {
+    /// The facts of the glue's word (`nvmet_cgroup_execute` passes it to
+    /// the Rust side with the command).
+    pub(crate) const fn from_glue(f: u32) -> Self {
+        Self(f)
+    }
+
+    /// The command's state, read with these facts.
+    pub(crate) const fn state(self) -> ReqState {
+        ReqState {
+            ns_live: has(self.0, raw::NVMET_CGROUP_F_NS_LIVE),
+            sq_dying: has(self.0, raw::NVMET_CGROUP_F_SQ_DYING),
+        }
+    }
+
     /// A Read or Write from a kernel thread in task context, of a file
     /// namespace if `file`, whose queue is `queue` (`None`: not known).
     pub(crate) const fn read_write_from_kthread(queue: Option<QueueFacts>, file: bool) -> Self {
@@ -249,7 +263,7 @@ impl QueueFacts {
     }
 }
 
-/// A command's state when [`Req::facts`] read it.
+/// A command's state when the glue read its facts ([`Facts::state`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ReqState {
     /// The namespace still accepts I/O (see [`Req::ns_live`]).
@@ -290,35 +304,10 @@ impl Req {
         unsafe { raw::nvmet_cgroup_req_ns_live(self.ptr.as_ptr()) }
     }
 
-    /// Whether the command's backend runs its work synchronously in the
-    /// execution context (a file's Flush, DSM and Write Zeroes, zone
-    /// management).
-    pub(crate) fn is_deferred(&self) -> bool {
-        // SAFETY: By the type invariant.
-        unsafe { raw::nvmet_cgroup_req_deferred(self.ptr.as_ptr()) }
-    }
-
     /// Whether the command's submission queue is being deleted.
     pub(crate) fn sq_dying(&self) -> bool {
         // SAFETY: By the type invariant.
         unsafe { raw::nvmet_cgroup_req_sq_dying(self.ptr.as_ptr()) }
-    }
-
-    /// The facts about this command, its caller and `queue` that say
-    /// whether it may run in the caller's (the transport's) thread, and the
-    /// command's state, in one call.  Read per command, so a policy enabled
-    /// or turned off later is seen by the next one.
-    pub(crate) fn facts(&self, queue: &BackingQueue) -> (Facts, ReqState) {
-        // SAFETY: By the type invariants of `Req` and `BackingQueue`: the
-        // command is live and the value holds a reference on the queue; NULL
-        // is accepted.
-        let f = unsafe { raw::nvmet_cgroup_req_facts(self.ptr.as_ptr(), queue.as_raw()) };
-        let facts = Facts(f);
-        let state = ReqState {
-            ns_live: has(f, raw::NVMET_CGROUP_F_NS_LIVE),
-            sq_dying: has(f, raw::NVMET_CGROUP_F_SQ_DYING),
-        };
-        (facts, state)
     }
 
     /// Gives up ownership without completing the command: the caller hands

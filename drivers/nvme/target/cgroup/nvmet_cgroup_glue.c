@@ -22,7 +22,7 @@ static const struct nvmet_exec_ext_ops nvmet_cgroup_ops = {
 	.owner		= THIS_MODULE,
 	.ns_enable	= nvmet_cgroup_rs_ns_enable,
 	.ns_disable	= nvmet_cgroup_rs_ns_disable,
-	.execute	= nvmet_cgroup_rs_execute,
+	.execute	= nvmet_cgroup_execute,
 };
 
 int nvmet_cgroup_register(void)
@@ -159,9 +159,32 @@ static inline u32 nvmet_cgroup_q_facts(struct request_queue *q)
 }
 
 /*
+ * The commands whose backend hands its work to nvmet_req_run_work(), which
+ * runs it synchronously in the execution context: the file backend's Flush,
+ * DSM and Write Zeroes (vfs_fsync, fallocate) and a zoned block device's
+ * zone management.  The module runs them apart from the namespace's reads
+ * and writes.  The others (Reads, Writes, a block device's Flush, DSM and
+ * Write Zeroes, Zone Append, passthru's commands) submit and return.
+ */
+static bool nvmet_cgroup_req_deferred(const struct nvmet_req *req)
+{
+	switch (req->cmd->common.opcode) {
+	case nvme_cmd_flush:
+	case nvme_cmd_dsm:
+	case nvme_cmd_write_zeroes:
+		return !!req->ns->file;
+	case nvme_cmd_zone_mgmt_send:
+	case nvme_cmd_zone_mgmt_recv:
+		return !!req->ns->bdev;
+	default:
+		return false;
+	}
+}
+
+/*
  * The facts the fast path decides from (fast_path.rs says why each one
- * matters), and the command's state, which the fast path needs next: one
- * call per command.  The queue's flags and elevator change only with the
+ * matters), and the command's state, which the fast path needs next: read
+ * once per command, by nvmet_cgroup_execute().  The queue's flags and elevator change only with the
  * queue frozen, and the submission that follows the decision holds no
  * usage reference of ours, so the flags are read as a snapshot, without
  * one: a command that read them just before a policy was enabled meets it
@@ -177,8 +200,8 @@ static inline u32 nvmet_cgroup_q_facts(struct request_queue *q)
  * throttles by cgroup, bfq, is the one that sets QUEUE_FLAG_DISABLE_WBT_DEF
  * (wbt off by default), only while it is attached.
  */
-u32 nvmet_cgroup_req_facts(const struct nvmet_req *req,
-			   struct request_queue *q)
+static u32 nvmet_cgroup_req_facts(const struct nvmet_req *req,
+				  struct request_queue *q)
 {
 	u8 opcode = req->cmd->common.opcode;
 	u32 f = nvmet_cgroup_q_facts(q);
@@ -204,34 +227,11 @@ u32 nvmet_cgroup_queue_facts(struct request_queue *q)
 }
 
 /*
- * The commands whose backend hands its work to nvmet_req_run_work(), which
- * runs it synchronously in the execution context: the file backend's Flush,
- * DSM and Write Zeroes (vfs_fsync, fallocate) and a zoned block device's
- * zone management.  The module runs them apart from the namespace's reads
- * and writes.  The others (Reads, Writes, a block device's Flush, DSM and
- * Write Zeroes, Zone Append, passthru's commands) submit and return.
- */
-bool nvmet_cgroup_req_deferred(const struct nvmet_req *req)
-{
-	switch (req->cmd->common.opcode) {
-	case nvme_cmd_flush:
-	case nvme_cmd_dsm:
-	case nvme_cmd_write_zeroes:
-		return !!req->ns->file;
-	case nvme_cmd_zone_mgmt_send:
-	case nvme_cmd_zone_mgmt_recv:
-		return !!req->ns->bdev;
-	default:
-		return false;
-	}
-}
-
-/*
  * @own_ctx: the caller is the module's worker, not the transport.  Every
  * command the module runs goes through here, the fast path's too (from
- * nvmet_cgroup_inline_run_leave()): the tests and the bench count where
- * commands run with a kprobe on this function and its @own_ctx, so it is
- * kept out of line.
+ * nvmet_cgroup_execute() and nvmet_cgroup_inline_run_leave()): the tests
+ * and the bench count where commands run with a kprobe on this function
+ * and its @own_ctx, so it is kept out of line.
  */
 noinline void nvmet_cgroup_req_run(struct nvmet_req *req, bool own_ctx)
 {
@@ -377,6 +377,34 @@ void nvmet_cgroup_inline_run_leave(struct nvmet_req *req,
 {
 	nvmet_cgroup_req_run(req, false);
 	nvmet_cgroup_inline_leave(noio_flags, charged);
+}
+
+/*
+ * nvmet's ->execute for a namespace with a context.  The common case, a
+ * command that may run in the transport's thread, is carried out here in
+ * one call: the facts, the rule, the scope and the run (the scope as
+ * nvmet_cgroup_inline_enter() makes it, charged).  Which facts allow it is
+ * fast_path.rs's decision, compiled into @fast's rule when the namespace
+ * was enabled (a KUnit test checks the rule against that decision for
+ * every word of facts); the rule also wants the namespace live and the
+ * submission queue not dying.  Every other command goes to the Rust side
+ * with the facts it was refused on.  As ->execute must, nothing of @ctx is
+ * read once the command has run: the association holds its own reference.
+ */
+void nvmet_cgroup_execute(struct nvmet_req *req, void *ctx)
+{
+	const struct nvmet_cgroup_fast *fast = ctx;
+	u32 f = nvmet_cgroup_req_facts(req, fast->queue);
+	unsigned int noio_flags;
+
+	if ((f & fast->mask) != fast->want) {
+		nvmet_cgroup_rs_execute(req, ctx, f);
+		return;
+	}
+	noio_flags = nvmet_cgroup_noio_save();
+	nvmet_cgroup_associate(fast->cgrp);
+	nvmet_cgroup_req_run(req, false);
+	nvmet_cgroup_inline_leave(noio_flags, true);
 }
 
 unsigned int nvmet_cgroup_noio_save(void)

@@ -52,10 +52,26 @@ enum nvmet_cgroup_fact {
 	NVMET_CGROUP_F_THROTTLE = BIT(13),
 };
 
+/*
+ * The start of a namespace's context (exec.rs's NsExec), which the glue's
+ * ->execute reads: the fast path's rule, which fast_path.rs compiled from
+ * the module's parameters and the namespace's backend when the namespace
+ * was enabled, and what a command run in the transport's thread needs.
+ * The context holds the references that keep @queue and @cgrp.
+ */
+struct nvmet_cgroup_fast {
+	/* a command runs in the caller's thread iff (facts & mask) == want */
+	u32			mask;
+	u32			want;
+	/* the queue the facts are read from; NULL if not known */
+	struct request_queue	*queue;
+	struct cgroup		*cgrp;
+};
+
 /* implemented in Rust (entry.rs) */
 void *nvmet_cgroup_rs_ns_enable(struct nvmet_ns *ns);
 void nvmet_cgroup_rs_ns_disable(struct nvmet_ns *ns, void *ctx);
-void nvmet_cgroup_rs_execute(struct nvmet_req *req, void *ctx);
+void nvmet_cgroup_rs_execute(struct nvmet_req *req, void *ctx, u32 facts);
 
 /* registration with nvmet */
 int nvmet_cgroup_register(void);
@@ -73,9 +89,7 @@ struct request_queue *nvmet_cgroup_ns_queue(const struct nvmet_ns *ns);
 /* commands handed to the extension */
 bool nvmet_cgroup_req_ns_live(const struct nvmet_req *req);
 bool nvmet_cgroup_req_sq_dying(const struct nvmet_req *req);
-bool nvmet_cgroup_req_deferred(const struct nvmet_req *req);
-u32 nvmet_cgroup_req_facts(const struct nvmet_req *req,
-			   struct request_queue *q);
+void nvmet_cgroup_execute(struct nvmet_req *req, void *ctx);
 /* the queue's part of the facts alone, for the module's status file */
 u32 nvmet_cgroup_queue_facts(struct request_queue *q);
 void nvmet_cgroup_req_abort(struct nvmet_req *req);

@@ -25,6 +25,7 @@ mod cgroup_id;
 mod entry;
 mod exec;
 mod exec_queue;
+mod fast_context;
 mod fast_path;
 mod inline_scope;
 mod noio;

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The part of a namespace's context that the glue's `execute` reads.
+
+use crate::{cgroup::Cgroup, fast_path::Rule, nvmet::BackingQueue, raw};
+use kernel::sync::aref::ARef;
+
+/// The fast path's rule and what a command run in the transport's thread
+/// needs (`struct nvmet_cgroup_fast`), with the references that keep them.
+///
+/// The glue's `execute` reads `raw` at the start of the namespace's context
+/// ([`crate::exec::NsExec`] puts this value first): it runs a command in
+/// the caller's thread, associated with `cgroup`, when the command's facts
+/// read from `backing` match the rule, and hands the others to the Rust
+/// side, so that the common case makes no call between the glue and Rust.
+///
+/// # Invariants
+///
+/// `raw.queue` is `_backing`'s queue (or NULL) and `raw.cgrp` is `cgroup`:
+/// both are alive while the value is.
+#[repr(C)]
+pub(crate) struct FastContext {
+    raw: raw::nvmet_cgroup_fast,
+    /// Held for the reference on the queue.
+    _backing: BackingQueue,
+    cgroup: ARef<Cgroup>,
+}
+
+// Where the glue finds it.
+const _: () = assert!(core::mem::offset_of!(FastContext, raw) == 0);
+
+// SAFETY: The raw part only mirrors `backing` and `cgroup`, which are `Send`
+// and `Sync`; the glue only reads the rule and passes the pointers on.
+unsafe impl Send for FastContext {}
+// SAFETY: As above: nothing writes the raw part after `new`.
+unsafe impl Sync for FastContext {}
+
+impl FastContext {
+    /// The context of a namespace whose commands read their facts from
+    /// `backing`, are charged to `cgroup`, and run in the caller's thread
+    /// when they match `rule`.
+    pub(crate) fn new(rule: Rule, backing: BackingQueue, cgroup: ARef<Cgroup>) -> Self {
+        // INVARIANT: The pointers are those of the references stored with
+        // them.
+        Self {
+            raw: raw::nvmet_cgroup_fast {
+                mask: rule.mask,
+                want: rule.want,
+                queue: backing.as_raw(),
+                cgrp: cgroup.as_raw(),
+            },
+            _backing: backing,
+            cgroup,
+        }
+    }
+
+    /// The cgroup the namespace's commands are charged to.
+    pub(crate) fn cgroup(&self) -> &ARef<Cgroup> {
+        &self.cgroup
+    }
+}
