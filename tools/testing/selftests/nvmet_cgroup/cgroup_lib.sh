@@ -47,7 +47,9 @@ devnum() {
 # lockdep reports that inversion whenever the per-CPU preload pool needs a
 # page, at random (a make check's boot 1 in CI, 2026-12-06; systemd's own
 # io.max write in systemd.sh before).  The block layer's locking, not the
-# module's: priming keeps each console a check of the module.  The read is
+# module's: priming keeps each console a check of the module (since
+# patches/block/0002, NOIO under rq_qos_mutex, the project's kernels no
+# longer report it; priming stays, for one read).  The read is
 # charged to the cgroup, before anything a test measures.  io.stat has a
 # line for every blkg of the cgroup, counters zero or not; the read's
 # blkg_lookup_create() can fall back to an ancestor's blkg (GFP_NOWAIT), so
@@ -149,7 +151,8 @@ within() {
 # and sequential) and unlimited bandwidth, its vrate pinned at 100 %.
 # qos first: it creates iocost with the queue frozen.  Creating it from an
 # io.cost.model write allocates under rq_qos_mutex, which lockdep reports
-# against ioc_qos_write() (a 7.3 blk-iocost issue, not ours).  Only vrate is
+# against ioc_qos_write() (a 7.3 blk-iocost issue, not ours; gone with
+# patches/block/0002, the order kept all the same).  Only vrate is
 # pinned: the device's default latency targets keep iocost's period long
 # enough to steer under emulation (rlat=0 would make it 1 ms).
 iocost_enable() {
