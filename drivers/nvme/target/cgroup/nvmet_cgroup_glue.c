@@ -390,8 +390,8 @@ void nvmet_cgroup_inline_run_leave(struct nvmet_req *req,
 /*
  * nvmet's ->execute for a namespace with a context.  The common case, a
  * command that may run in the transport's thread, is carried out here in
- * one call: the facts, the rule, the scope and the run (the scope as
- * nvmet_cgroup_inline_enter() makes it, charged).  Which facts allow it is
+ * one call: the facts, the rule, and the fast path's scope and run (the
+ * compiler inlines those in this file).  Which facts allow it is
  * fast_path.rs's decision, compiled into @fast's rule when the namespace
  * was enabled (a KUnit test checks the rule against that decision for
  * every word of facts); the rule also wants the namespace live and the
@@ -409,10 +409,8 @@ void nvmet_cgroup_execute(struct nvmet_req *req, void *ctx)
 		nvmet_cgroup_rs_execute(req, ctx, f);
 		return;
 	}
-	noio_flags = nvmet_cgroup_noio_save();
-	__nvmet_cgroup_associate(fast->cgrp);
-	nvmet_cgroup_req_run(req, false);
-	nvmet_cgroup_inline_leave(noio_flags, true);
+	noio_flags = nvmet_cgroup_inline_enter(fast->cgrp, true);
+	nvmet_cgroup_inline_run_leave(req, noio_flags, true);
 }
 
 unsigned int nvmet_cgroup_noio_save(void)
