@@ -60,6 +60,15 @@ cd "$(dirname "$0")" || exit 1
 NQN=nqn.2026-12.io.nvmet-cgroup:weight
 WEIGHTS=(100 200 300 400)	# namespace i + 1 is bound to weight/w${WEIGHTS[i]}
 RUNTIME=${WEIGHT_RUNTIME:-8}
+# The reference's jobs: the namespace's host keeps 32 reads in flight, which
+# the target issues from several workers (up to LANE_WORKERS per CPU's
+# lane), so each tenant's fio issues its 32 from 8 threads of 4.  io.cost's
+# donation splits by how many of a tenant's threads wait: in the mixed case
+# one thread of 32 split 3.26 where 8 of 4 split 2.68 in the same boot (the
+# namespaces 2.83 and 2.78; 2026-12-07, debug kernel, idle), and one thread
+# made the namespaces look 16-19 % off (2.68 against 3.31, 2.69 against
+# 3.21).  Without a donor the shapes agree (100/300: 2.92 and 2.92).
+FIO_SHAPE="--numjobs=8 --iodepth=4"
 # seconds after every tenant has begun to read before the window opens,
 # how long they may take to begin, and a bound on a job's run
 SETTLE=3
@@ -246,7 +255,7 @@ rates_together() {
 	[ $st = 0 ] || return 1
 	for i in "${!tenants[@]}"; do
 		awk -v r0="${before[i + 1]}" -v r1="${after[i + 1]}" -v t0="${before[0]}" -v t1="${after[0]}" \
-			'BEGIN { printf "%.0f\n", (r1 - r0) / (t1 - t0) }'
+			'BEGIN { printf "%.2f\n", (r1 - r0) / (t1 - t0) }'
 	done
 }
 
@@ -260,7 +269,7 @@ split_like_fio() {
 		dev=$(ns_dev "$w") || return
 		tenants+=("weight/w$w")
 		ns_specs+=("$dev - -")
-		fio_specs+=("/dev/nullb0 weight/w$w -")
+		fio_specs+=("/dev/nullb0 weight/w$w - $FIO_SHAPE")
 	done
 	mixed_specs || return
 	for i in "${!tenants[@]}"; do
@@ -290,20 +299,25 @@ split_like_fio() {
 			st=1
 		fi
 		for i in "${!tenants[@]}"; do
-			ns_sum[i]=$((ns_sum[i] + ns[i]))
-			fio_sum[i]=$((fio_sum[i] + fio[i]))
+			# to the hundredth: a tenant at 4 IOPS under the busy
+			# loops would be 12 % off by rounding alone
+			ns_sum[i]=$(awk -v a="${ns_sum[i]}" -v b="${ns[i]}" 'BEGIN { printf "%.2f", a + b }')
+			fio_sum[i]=$(awk -v a="${fio_sum[i]}" -v b="${fio[i]}" 'BEGIN { printf "%.2f", a + b }')
 		done
 	done
-	[ "${ns_sum[0]}" -gt 0 ] && [ "${fio_sum[0]}" -gt 0 ] ||
+	awk -v a="${ns_sum[0]}" -v b="${fio_sum[0]}" 'BEGIN { exit !(a > 0 && b > 0) }' ||
 		fail "no I/O in the ${ws[0]} tenant" || return
 	mixed_limits || st=1
 	for ((i = 1; i < ${#ws[@]}; i++)); do
 		local rn rf
 		rn=$(awk -v a="${ns_sum[i]}" -v b="${ns_sum[0]}" 'BEGIN { printf "%.2f", a / b }')
 		rf=$(awk -v a="${fio_sum[i]}" -v b="${fio_sum[0]}" 'BEGIN { printf "%.2f", a / b }')
-		# io.cost must be splitting at all (fio at least 3/4 of the weights'
-		# ratio): a model left off would split both about 1 and pass
-		awk -v r="$rf" -v w=$((ws[i] * 100 / ws[0])) 'BEGIN { exit !(r * 100 >= 0.75 * w) }' ||
+		# io.cost must be splitting at all (fio at least 3/5 of the weights'
+		# ratio): a model left off would split both about 1 and pass.  Not
+		# 3/4: beside a donor (the mixed cases) io.cost gives the lighter
+		# tenant more than its weight's part of the donation (2026-12-07:
+		# fio 2.23 for 100/300 at a model of 63 IOPS, the namespaces 2.38)
+		awk -v r="$rf" -v w=$((ws[i] * 100 / ws[0])) 'BEGIN { exit !(r * 100 >= 0.6 * w) }' ||
 			fail "fio in the cgroups split w${ws[i]}/w${ws[0]} $rf: io.cost is not splitting" ||
 			return
 		[ -z "${WEIGHT_CSV:-}" ] ||
@@ -361,7 +375,7 @@ mixed_specs() {
 	dmax=$(host_dev "$NQN" "$MAX_NSID") && dlat=$(host_dev "$NQN" "$LAT_NSID") || return
 	tenants+=(weight/max weight/lat)
 	ns_specs+=("$dmax - -" "$dlat - /tmp/weight-lat-ns --iodepth=1 --rate_iops=$LAT_IOPS")
-	fio_specs+=("/dev/nullb0 weight/max -"
+	fio_specs+=("/dev/nullb0 weight/max - $FIO_SHAPE"
 		    "/dev/nullb0 weight/lat /tmp/weight-lat-fio --iodepth=1 --rate_iops=$LAT_IOPS")
 }
 
@@ -388,7 +402,9 @@ mixed_latency() {
 mixed_limits() {
 	local m=${#ws[@]} st=0 nmax fmax nlat flat cap
 	[ -n "${MIXED:-}" ] || return 0
-	nmax=${ns_sum[m]} fmax=${fio_sum[m]} nlat=${ns_sum[m + 1]} flat=${fio_sum[m + 1]}
+	# whole IOPS here: the slack below is one a round
+	nmax=$(printf "%.0f" "${ns_sum[m]}") fmax=$(printf "%.0f" "${fio_sum[m]}")
+	nlat=$(printf "%.0f" "${ns_sum[m + 1]}") flat=$(printf "%.0f" "${fio_sum[m + 1]}")
 	cap=$((MAX_RIOPS * ROUNDS))
 	echo "io.max tenant: namespace $nmax, fio $fmax, cap $cap (IOPS summed over $ROUNDS rounds)"
 	echo "io.latency tenant: namespace $nlat, fio $flat, its rate $((LAT_IOPS * ROUNDS))"
