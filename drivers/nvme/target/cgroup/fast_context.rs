@@ -17,7 +17,8 @@ use kernel::sync::aref::ARef;
 /// # Invariants
 ///
 /// `raw.queue` is `_backing`'s queue (or NULL) and `raw.cgrp` is `cgroup`:
-/// both are alive while the value is.
+/// both are alive while the value is.  `raw.plain_queue` is `raw.queue` if
+/// the rule is the plain one ([`Rule::is_plain`]), else NULL.
 #[repr(C)]
 pub(crate) struct FastContext {
     raw: raw::nvmet_cgroup_fast,
@@ -40,14 +41,20 @@ impl FastContext {
     /// `backing`, are charged to `cgroup`, and run in the caller's thread
     /// when they match `rule`.
     pub(crate) fn new(rule: Rule, backing: BackingQueue, cgroup: ARef<Cgroup>) -> Self {
+        let queue = backing.as_raw();
         // INVARIANT: The pointers are those of the references stored with
-        // them.
+        // them; the plain queue is the queue for a plain rule only.
         Self {
             raw: raw::nvmet_cgroup_fast {
                 mask: rule.mask,
                 want: rule.want,
-                queue: backing.as_raw(),
+                queue,
                 cgrp: cgroup.as_raw(),
+                plain_queue: if rule.is_plain() {
+                    queue
+                } else {
+                    core::ptr::null_mut()
+                },
             },
             _backing: backing,
             cgroup,

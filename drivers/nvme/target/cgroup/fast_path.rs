@@ -139,6 +139,17 @@ impl Rule {
     /// Never in the caller's thread.
     const NEVER: Self = Self { mask: 0, want: 1 };
 
+    /// Whether this is the fast path's rule for a block device's namespace,
+    /// the common case, which the glue tests fact by fact without building
+    /// the facts word (`nvmet_cgroup_req_plain()`): a Read or Write from a
+    /// kernel thread, the namespace live and its submission queue not being
+    /// deleted, on a live blk-mq queue with no io.cost, io.latency or bfq.
+    /// The tests check that this is what the rule allows of every facts
+    /// word of such a namespace ([`plain_allows`]).
+    pub(crate) fn is_plain(self) -> bool {
+        self == Mode::FastPath.rule(false)
+    }
+
     /// Whether a command with the glue's facts word `f` runs in the
     /// caller's thread.
     #[cfg(CONFIG_KUNIT = "y")]
@@ -232,6 +243,23 @@ pub(crate) fn check(f: &Facts) -> Result<(), Reason> {
     } else {
         Ok(())
     }
+}
+
+/// `nvmet_cgroup_req_plain()` in facts: what the glue runs in the caller's
+/// thread, without reading the facts word, for a namespace with a plain
+/// rule ([`Rule::is_plain`]).
+#[cfg(CONFIG_KUNIT = "y")]
+const fn plain_allows(f: u32) -> bool {
+    let wanted = raw::NVMET_CGROUP_F_READ_WRITE
+        | raw::NVMET_CGROUP_F_KTHREAD_TASK
+        | raw::NVMET_CGROUP_F_QUEUE_LIVE
+        | raw::NVMET_CGROUP_F_BLK_MQ
+        | raw::NVMET_CGROUP_F_NS_LIVE;
+    let refused = raw::NVMET_CGROUP_F_IOCOST
+        | raw::NVMET_CGROUP_F_IOLATENCY
+        | raw::NVMET_CGROUP_F_BFQ
+        | raw::NVMET_CGROUP_F_SQ_DYING;
+    f & wanted == wanted && f & refused == 0
 }
 
 #[kunit_tests(nvmet_cgroup_fast_path)]
@@ -358,6 +386,25 @@ mod tests {
                     assert_eq!(rule.matches(f), expected);
                 }
             }
+        }
+    }
+
+    /// Only the fast path's rule for a block device's namespace is plain,
+    /// and for every facts word such a namespace's commands can have (its
+    /// file bit clear), the glue's plain test allows exactly what the rule
+    /// does.
+    #[test]
+    fn plain_is_rule() {
+        let all = raw::NVMET_CGROUP_F_THROTTLE << 1;
+        for mode in [Mode::Lanes, Mode::FastPath, Mode::Inline] {
+            for file in [false, true] {
+                let plain = mode == Mode::FastPath && !file;
+                assert_eq!(mode.rule(file).is_plain(), plain);
+            }
+        }
+        let rule = Mode::FastPath.rule(false);
+        for f in (0..all).filter(|f| f & raw::NVMET_CGROUP_F_FILE == 0) {
+            assert_eq!(plain_allows(f), rule.matches(f));
         }
     }
 }

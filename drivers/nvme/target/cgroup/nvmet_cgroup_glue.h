@@ -66,6 +66,11 @@ struct nvmet_cgroup_fast {
 	/* the queue the facts are read from; NULL if not known */
 	struct request_queue	*queue;
 	struct cgroup		*cgrp;
+	/*
+	 * @queue if the rule is the plain one (fast_path.rs, Rule::is_plain),
+	 * which the glue tests without reading the facts; else NULL
+	 */
+	struct request_queue	*plain_queue;
 };
 
 /* implemented in Rust (entry.rs) */
