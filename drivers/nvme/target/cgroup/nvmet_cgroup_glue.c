@@ -197,7 +197,8 @@ static bool nvmet_cgroup_req_deferred(const struct nvmet_req *req)
 	}
 }
 
-static __always_inline bool nvmet_cgroup_req_read_write(const struct nvmet_req *req)
+static __always_inline bool
+nvmet_cgroup_req_read_write(const struct nvmet_req *req)
 {
 	u8 opcode = req->cmd->common.opcode;
 
@@ -213,11 +214,12 @@ static __always_inline bool nvmet_cgroup_kthread_task(void)
 /*
  * The facts the fast path decides from (fast_path.rs says why each one
  * matters), and the command's state, which the fast path needs next: read
- * once per command, by nvmet_cgroup_execute().  The queue's flags and elevator change only with the
- * queue frozen, and the submission that follows the decision holds no
- * usage reference of ours, so the flags are read as a snapshot, without
- * one: a command that read them just before a policy was enabled meets it
- * fresh (fast_path.rs), as it would if they had been read under a
+ * once per command, by nvmet_cgroup_execute_facts(), or fact by fact by
+ * nvmet_cgroup_req_plain().  The queue's flags and elevator change only
+ * with the queue frozen, and the submission that follows the decision
+ * holds no usage reference of ours, so the flags are read as a snapshot,
+ * without one: a command that read them just before a policy was enabled
+ * meets it fresh (fast_path.rs), as it would if they had been read under a
  * reference dropped before the submission.  A queue being frozen or dying
  * counts as unknown (its usage reference is killed first), so that while a
  * policy is being changed the commands go to the execution context.
@@ -225,9 +227,10 @@ static __always_inline bool nvmet_cgroup_kthread_task(void)
  * says whether they throttle is a queue flag each flips with its private
  * switch under that freeze, and nothing else sets:
  * QUEUE_FLAG_RQ_ALLOC_TIME for iocost, QUEUE_FLAG_BIO_ISSUE_TIME for
- * iolatency.  Which elevator is attached is private to block/; the one that
- * throttles by cgroup, bfq, is the one that sets QUEUE_FLAG_DISABLE_WBT_DEF
- * (wbt off by default), only while it is attached.
+ * iolatency.  Which elevator is attached is private to block/; the one
+ * that throttles by cgroup, bfq, is the one that sets
+ * QUEUE_FLAG_DISABLE_WBT_DEF (wbt off by default), only while it is
+ * attached.
  */
 static u32 nvmet_cgroup_req_facts(const struct nvmet_req *req,
 				  struct request_queue *q)
@@ -425,8 +428,8 @@ void nvmet_cgroup_inline_run_leave(struct nvmet_req *req,
  * The fast path's scope and run, as nvmet_cgroup_execute() carries out a
  * command in the transport's thread.
  */
-static __always_inline void nvmet_cgroup_execute_here(struct nvmet_req *req,
-						      struct cgroup *cgrp)
+static __always_inline void
+nvmet_cgroup_execute_here(struct nvmet_req *req, struct cgroup *cgrp)
 {
 	unsigned int noio_flags = __nvmet_cgroup_inline_enter(cgrp, true);
 
@@ -463,10 +466,11 @@ static noinline void nvmet_cgroup_execute_facts(struct nvmet_req *req,
  * Building and masking the word took some 60 instructions a command,
  * this takes 30 (bench/profile).
  */
-static __always_inline bool nvmet_cgroup_req_plain(const struct nvmet_req *req,
-						   struct request_queue *q)
+static __always_inline bool
+nvmet_cgroup_req_plain(const struct nvmet_req *req, struct request_queue *q)
 {
-	return nvmet_cgroup_req_read_write(req) && nvmet_cgroup_kthread_task() &&
+	return nvmet_cgroup_req_read_write(req) &&
+	       nvmet_cgroup_kthread_task() &&
 	       nvmet_cgroup_q_live(q) && queue_is_mq(q) &&
 	       !(READ_ONCE(q->queue_flags) & NVMET_CGROUP_QF_SLEEPERS) &&
 	       nvmet_cgroup_req_ns_live(req) && !nvmet_cgroup_req_sq_dying(req);
