@@ -81,8 +81,6 @@ HOGS=()
 # the mixed cases' tenants, namespaces 5 and 6
 MAX_NSID=5
 LAT_NSID=6
-# the io.max tenant's io.weight: a share of io.cost that its cap holds down
-MAX_WEIGHT=1000
 
 setup() {
 	local i w
@@ -94,8 +92,7 @@ setup() {
 		cg_create "weight/w$w" && echo "default $w" > "$CG/weight/w$w/io.weight" &&
 		ns_create "$NQN" $((i + 1)) /dev/nullb0 cgroup_id="$(cg_id "weight/w$w")" || return
 	done
-	cg_create weight/max && echo "default $MAX_WEIGHT" > "$CG/weight/max/io.weight" &&
-	cg_create weight/lat &&
+	cg_create weight/max && cg_create weight/lat &&
 	ns_create "$NQN" "$MAX_NSID" /dev/nullb0 cgroup_id="$(cg_id weight/max)" &&
 	ns_create "$NQN" "$LAT_NSID" /dev/nullb0 cgroup_id="$(cg_id weight/lat)" &&
 	ports_create tcp "$NQN" && host_connect tcp "$NQN"
@@ -110,13 +107,19 @@ ns_dev() {
 	fail "no tenant of weight $1"
 }
 
-# calibrate: io.cost off, one namespace's unthrottled rate, then io.cost on
-# with a model of a third of it
+# calibrate: io.cost off, one namespace's unthrottled rate (the best of
+# three runs: the host's own work slows the guest's CPUs, and under the
+# busy loops one build on the host took a run from 87 to 48 IOPS,
+# 2026-12-07), then io.cost on with a model of a third of it
 calibrate() {
-	local iops model
+	local iops=0 run i model
 	echo "$(devnum /dev/nullb0) enable=0" > "$CG/io.cost.qos" || return
-	iops=$(fio_job "$(ns_dev 100)" randread 4k --time_based --runtime=5 --ramp_time=1 | cut -d' ' -f1) ||
-		return
+	for i in 1 2 3; do
+		run=$(fio_job "$(ns_dev 100)" randread 4k --time_based --runtime=5 --ramp_time=1 |
+			cut -d' ' -f1) || return
+		echo "one namespace unthrottled, run $i: $run IOPS"
+		[ "$run" -gt "$iops" ] && iops=$run
+	done
 	model=$((iops / 3))
 	echo "one namespace unthrottled: $iops IOPS; model: $model IOPS"
 	[ "$model" -gt 0 ] || fail "no I/O" || return
@@ -333,24 +336,62 @@ split_like_fio() {
 	return $st
 }
 
-# mixed_on: the mixed cases' limits, written with io.cost on (its model
-# from calibrate): io.max's cap at 10 IOPS, the lowest blk-throttle
-# enforces (it grants whole I/Os per 100 ms slice: iomax.sh), below that
-# tenant's io.cost share (weight MAX_WEIGHT of 1500: two thirds of the
-# model); the io.latency tenant reads at queue depth 1 and a 24th of the
-# model, well inside its share, with a target of ten model I/Os (each
-# costs 1/model s in io.cost)
+# mixed_on WEIGHT...: the mixed cases' limits beside the tenants of those
+# weights, written with io.cost on (its model from calibrate).  io.max's
+# cap is 10 IOPS, the lowest blk-throttle enforces (it grants whole I/Os
+# per 100 ms slice: iomax.sh).  The io.latency tenant reads at queue depth
+# 1 and a 24th of the model (1 IOPS at least), with a target of ten model
+# I/Os (each costs 1/model s in io.cost).  Their io.weights give the
+# io.max tenant a share of 5/4 of its cap and the io.latency tenant four
+# times its rate, and a fifth of the model at least, the weighted tenants
+# the rest: each limit, not io.cost, is then what holds its tenant, and
+# io.cost lends the others little, since it lends a tenant's unused share
+# (donation) only beyond about 5/4 of its usage (blk-iocost.c,
+# SURPLUS_SCALE_PCT).  How it parts a donation depends on how many of each
+# tenant's I/Os wait, which fio's threads and the target's workers do not
+# match: with the io.max tenant at weight 1000 (19 IOPS of a busy model of
+# 29, 9 lent) the busy case's split wandered from round to round, fio's
+# too (2026-12-07, debug kernel: the 100-tenant 4.3-6.3 IOPS, fio's sums
+# 2.12-2.74 in 5 runs, the namespaces outside 15 % of them in 2 of 7),
+# where the busy 100/300 case without a donor agreed within 1 % (3.03 and
+# 3.00).  A queue-depth-1 reader waits in io.cost about one I/O's cost at
+# its share: at 8 IOPS of a model of 67 the io.latency tenant's namespace
+# read in 142 ms against a target of 149, and at 6 of 77 fio's and the
+# namespace's reads took 131-140 ms against 130 (2026-12-07).  The
+# weighted tenants keep 8 IOPS of the model (2 for a 100-tenant beside a
+# 300 one): under the busy loops the model has been 13 to 29 IOPS, and
+# below about 26 the io.max tenant's share is what is left, under its cap,
+# so that io.cost holds it there and the cap is not reached (mixed_limits
+# says so; the idle case reaches it).
 mixed_on() {
-	local model
+	local model share lat_share rest=8 sum=0 w max_weight lat_weight
 	model=$(cat /tmp/weight-model) || return
-	[ "$model" -ge 16 ] || fail "io.cost's model ($model IOPS) is too small for these tenants" || return
 	MAX_RIOPS=10
-	LAT_IOPS=$((model / 24 > 2 ? model / 24 : 2))
+	LAT_IOPS=$((model / 24 > 1 ? model / 24 : 1))
 	LAT_TARGET_US=$((10000000 / model))
+	lat_share=$((4 * LAT_IOPS > (model + 4) / 5 ? 4 * LAT_IOPS : (model + 4) / 5))
+	share=$((MAX_RIOPS * 5 / 4))
+	if [ $((model - share - lat_share)) -ge "$rest" ]; then
+		rest=$((model - share - lat_share))
+	else
+		share=$((model - lat_share - rest))
+		[ "$share" -ge 2 ] ||
+			fail "io.cost's model ($model IOPS) is too small for these tenants ($lat_share + $rest + 2)" ||
+			return
+		echo "a model of $model IOPS leaves the io.max tenant $share, under its cap: io.cost holds it"
+	fi
+	for w in "$@"; do
+		sum=$((sum + w))
+	done
+	# the weighted tenants' weights are worth rest IOPS: rounded up
+	max_weight=$(((sum * share + rest - 1) / rest)) lat_weight=$(((sum * lat_share + rest - 1) / rest))
+	echo "default $max_weight" > "$CG/weight/max/io.weight" &&
+	echo "default $lat_weight" > "$CG/weight/lat/io.weight" &&
 	io_set weight/max io.max /dev/nullb0 "riops=$MAX_RIOPS" &&
 	io_set weight/lat io.latency /dev/nullb0 "target=$LAT_TARGET_US" || return
 	MIXED=1
-	echo "io.max riops=$MAX_RIOPS on weight/max; io.latency target=$LAT_TARGET_US us on weight/lat," \
+	echo "io.max riops=$MAX_RIOPS on weight/max (io.weight $max_weight: $share of $model model IOPS);" \
+		"io.latency target=$LAT_TARGET_US us on weight/lat (io.weight $lat_weight: $lat_share IOPS)," \
 		"which reads at queue depth 1 and $LAT_IOPS IOPS"
 }
 
@@ -439,7 +480,7 @@ teardown() {
 # mixed: the mixed limits on, the 100/300 split beside them, the limits off
 mixed() {
 	local st=0
-	mixed_on && split_like_fio 100 300 || st=1
+	mixed_on 100 300 && split_like_fio 100 300 || st=1
 	mixed_off || st=1
 	return $st
 }
