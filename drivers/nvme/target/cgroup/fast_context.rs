@@ -18,7 +18,8 @@ use kernel::sync::aref::ARef;
 ///
 /// `raw.queue` is `_backing`'s queue (or NULL) and `raw.cgrp` is `cgroup`:
 /// both are alive while the value is.  `raw.plain_queue` is `raw.queue` if
-/// the rule is the plain one ([`Rule::is_plain`]), else NULL.
+/// the rule is the plain one ([`Rule::is_plain`]) and the queue is blk-mq,
+/// else NULL.
 #[repr(C)]
 pub(crate) struct FastContext {
     raw: raw::nvmet_cgroup_fast,
@@ -40,21 +41,24 @@ impl FastContext {
     /// The context of a namespace whose commands read their facts from
     /// `backing`, are charged to `cgroup`, and run in the caller's thread
     /// when they match `rule`.
+    ///
+    /// The glue's plain test does not ask whether the queue is blk-mq (a
+    /// queue is blk-mq or not from its allocation on): it is asked here.  A
+    /// queue not live now is not taken for a plain one, so its commands are
+    /// tested by their facts, which say it once it is live.
     pub(crate) fn new(rule: Rule, backing: BackingQueue, cgroup: ARef<Cgroup>) -> Self {
         let queue = backing.as_raw();
+        let plain = rule.is_plain() && backing.queue_facts().is_some_and(|q| q.blk_mq());
         // INVARIANT: The pointers are those of the references stored with
-        // them; the plain queue is the queue for a plain rule only.
+        // them; the plain queue is the queue for a plain rule on a blk-mq
+        // queue only.
         Self {
             raw: raw::nvmet_cgroup_fast {
                 mask: rule.mask,
                 want: rule.want,
                 queue,
                 cgrp: cgroup.as_raw(),
-                plain_queue: if rule.is_plain() {
-                    queue
-                } else {
-                    core::ptr::null_mut()
-                },
+                plain_queue: if plain { queue } else { core::ptr::null_mut() },
             },
             _backing: backing,
             cgroup,

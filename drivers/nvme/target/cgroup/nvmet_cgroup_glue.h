@@ -68,7 +68,8 @@ struct nvmet_cgroup_fast {
 	struct cgroup		*cgrp;
 	/*
 	 * @queue if the rule is the plain one (fast_path.rs, Rule::is_plain),
-	 * which the glue tests without reading the facts; else NULL
+	 * which the glue tests without reading the facts, and @queue is blk-mq;
+	 * else NULL
 	 */
 	struct request_queue	*plain_queue;
 };
